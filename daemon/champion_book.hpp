@@ -1,0 +1,84 @@
+// The daemon's champions: the best variant overall and per family, loaded from the DB, challenged by each
+// new valid variant with the noise-aware rule of tuner/champion.hpp (pre-filter, then an A/B/A re-timing).
+#pragma once
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "db/store.hpp"
+#include "tuner/space.hpp"
+
+namespace attn {
+
+/// One evaluation of a variant on the whole suite (ms).
+struct Measured {
+  double score_ms = 0;                  ///< geomean over families of the per-family median
+  std::map<Family, double> family_ms;   ///< per-family median of the case medians
+  double rel_spread = 0;                ///< max relative spread (IQR / median) over the cases
+  double wall_ms = 0;                   ///< wall time of the evaluation (for the watchdog)
+};
+
+/// A variant that holds, or challenges for, a champion scope.
+struct Contender {
+  std::int64_t iter = 0;
+  std::string template_name;
+  Config config;
+  std::string cubin_path;
+  std::string kernel;
+  Measured measured;
+};
+
+/// Re-times a variant (no validation); nullopt when the evaluation failed.
+using RetimeFn = std::function<std::optional<Measured>(const Contender&)>;
+
+/// A promotion the caller writes to the DB (ExperimentDb::set_champion) once the iteration is finished.
+struct Promotion {
+  ChampionScope scope;
+  double score_ms;
+  std::string aba_json;
+};
+
+/// The outcome of a challenge: promotions (empty: discard) and a plain-words summary for the log.
+struct ChallengeResult {
+  std::vector<Promotion> promotions;
+  std::string summary;
+  bool kept() const { return !promotions.empty(); }
+};
+
+class ChampionBook {
+ public:
+  /// Scope index: 0 overall, then the families in kAllFamilies order.
+  static constexpr int kScopes = 4;
+  static ChampionScope scope_at(int i);
+
+  /// Loads the champions of `suite` from `db`; `kernel_of` gives a template's entry symbol (a champion
+  /// of a template no longer loaded is kept but cannot be re-timed: a challenger then wins on its first
+  /// look). A champion whose cubin is missing is re-timed from `cubin_path` only if the file exists.
+  void load(ExperimentDb& db, const std::string& suite,
+            const std::function<std::optional<std::string>(const std::string&)>& kernel_of);
+
+  const std::optional<Contender>& at(int scope) const { return holders_[scope]; }
+  const std::optional<Contender>& overall() const { return holders_[0]; }
+
+  /// Challenges every scope: a scope without a holder is won outright; otherwise the pre-filter on the
+  /// first look, then A/B/A (incumbent, challenger, incumbent) through `retime`, decided by
+  /// decide_champion. Re-timings are shared between scopes held by the same incumbent. Updates the
+  /// holders in memory for the promotions it returns.
+  ChallengeResult challenge(const Contender& challenger, const RetimeFn& retime);
+
+  /// Total wall time of the re-timings of the last challenge (ms).
+  double last_retime_ms() const { return last_retime_ms_; }
+
+ private:
+  std::array<std::optional<Contender>, kScopes> holders_;
+  double last_retime_ms_ = 0;
+};
+
+/// The value of `m` that scope `scope` (index as ChampionBook) is judged on.
+double scope_score(const Measured& m, int scope);
+
+}  // namespace attn

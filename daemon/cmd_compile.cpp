@@ -1,0 +1,102 @@
+// `attn-tuner compile`: NVRTC-compile configs of a template (no GPU needed) and print each variant's
+// resources (registers, spills, stack, static smem), compile time and whether the cache answered.
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "daemon/commands.hpp"
+#include "gpu/compiler.hpp"
+#include "tuner/space.hpp"
+
+namespace attn {
+namespace {
+
+struct CompileCliOptions {
+  std::string template_name, config_json, templates_dir, cache_dir;
+  std::vector<std::string> nvrtc_options;
+  bool all = false, no_cache = false, show_log = false;
+  unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
+};
+
+void run_compile(const CompileCliOptions& o) {
+  const std::string dir = o.templates_dir.empty() ? default_templates_dir() : o.templates_dir;
+  TemplateSpace space = [&] {
+    try {
+      return TemplateSpace::load_named(dir, o.template_name);
+    } catch (const std::invalid_argument& e) {
+      throw CliError(fmt::format("compile: {}", e.what()));
+    }
+  }();
+
+  std::vector<Config> configs;
+  if (o.all) {
+    configs = space.enumerate();
+  } else if (!o.config_json.empty()) {
+    Config c;
+    try {
+      c = config_from_json(o.config_json);
+    } catch (const std::invalid_argument& e) {
+      throw CliError(fmt::format("compile: --config: {}", e.what()));
+    }
+    if (auto why = space.check(c)) throw CliError(fmt::format("compile: --config is not valid for {}: {}", space.name(), *why));
+    configs.push_back(c);
+  } else {
+    configs.push_back(space.default_config());
+  }
+
+  CompilerOptions copts;
+  copts.cache_dir = o.cache_dir;
+  copts.use_cache = !o.no_cache;
+  const Compiler compiler(copts);
+  CompilePool pool(compiler, std::max(1u, std::min<unsigned>(o.jobs, unsigned(configs.size()))));
+  std::vector<std::future<CompiledVariant>> futures;
+  for (const auto& c : configs)
+    futures.push_back(pool.submit({space.source_path(), space.kernel(), c, o.nvrtc_options}));
+
+  fmt::print("template {} ({}), {} config(s), cache {}\n", space.name(), space.source_path(), configs.size(),
+             o.no_cache ? "off" : compiler.cache_dir());
+  fmt::print("{:<6} {:>5} {:>9} {:>9} {:>6} {:>7} {:>9} {:<5} {:<8} {}\n", "status", "regs", "spill_st",
+             "spill_ld", "stack", "smem", "ms", "cache", "hash", "config");
+  int failures = 0;
+  for (std::size_t i = 0; i < futures.size(); ++i) {
+    const CompiledVariant v = futures[i].get();
+    const auto& r = v.resources;
+    fmt::print("{:<6} {:>5} {:>9} {:>9} {:>6} {:>7} {:>9.1f} {:<5} {:<8} {}\n", v.ok ? "ok" : "FAIL",
+               r.registers, r.spill_stores, r.spill_loads, r.stack_frame, r.static_smem, v.compile_ms,
+               v.cache_hit ? "hit" : "miss", v.hash.substr(0, 8), config_to_compact(configs[i]));
+    if (!v.ok) {
+      ++failures;
+      fmt::print(stderr, "--- {} failed:\n{}\n", config_to_compact(configs[i]), v.log);
+    } else if (o.show_log) {
+      fmt::print("{}\n", v.log);
+    }
+    std::fflush(stdout);
+  }
+  if (failures)
+    throw std::runtime_error(fmt::format("compile: {} of {} config(s) failed", failures, configs.size()));
+}
+
+}  // namespace
+
+void add_compile_command(CLI::App& app) {
+  auto o = std::make_shared<CompileCliOptions>();
+  auto* cmd = app.add_subcommand("compile", "NVRTC-compile configs of a template and print their resources "
+                                            "(no GPU needed); exits 1 if any config fails");
+  cmd->add_option("--template", o->template_name, "template name (kernels_templates/<name>.json)")->required();
+  auto* config = cmd->add_option("--config", o->config_json, "one config as JSON, e.g. '{\"BLOCK_M\":128,...}' "
+                                                               "(default: the template's default)");
+  cmd->add_flag("--all", o->all, "every valid config of the parameter space")->excludes(config);
+  cmd->add_option("--jobs,-j", o->jobs, "parallel NVRTC compiles")->check(CLI::PositiveNumber);
+  cmd->add_option("--templates", o->templates_dir, "templates folder (default: $ATTN_TUNER_TEMPLATES or the "
+                                                   "source tree's kernels_templates)");
+  cmd->add_option("--cache", o->cache_dir, "compile cache folder (default: $ATTN_TUNER_CACHE or ~/.cache/attn-tuner)");
+  cmd->add_flag("--no-cache", o->no_cache, "always run NVRTC, write nothing");
+  cmd->add_option("--option", o->nvrtc_options, "extra NVRTC option, repeatable (e.g. --option=--use_fast_math)");
+  cmd->add_flag("--log", o->show_log, "print the NVRTC log (ptxas -v) of each variant");
+  cmd->callback([o] { run_compile(*o); });
+}
+
+}  // namespace attn

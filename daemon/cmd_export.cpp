@@ -1,0 +1,79 @@
+// `attn-tuner export [--db PATH] --out DIR [--suite S] [--templates DIR] [--force] [--allow-stale-source]`:
+// write the tuned champions of a suite as a challenge submission directory (docs/export.md). The DB is
+// opened read-only; on any error nothing is written.
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "daemon/commands.hpp"
+#include "db/store.hpp"
+#include "export/plan_from_db.hpp"
+#include "export/writer.hpp"
+
+namespace attn {
+namespace {
+
+struct ExportOptions {
+  std::string db = "runs/attn-tuner.db";
+  std::string out;
+  std::string suite;
+  std::string templates;
+  bool force = false;
+  bool allow_stale_source = false;
+};
+
+void run_export(const ExportOptions& o) {
+  try {
+    check_output_dir(o.out, o.force);  // before any work: a refused --out costs nothing
+  } catch (const std::invalid_argument& e) {
+    throw CliError(e.what());
+  }
+  if (!std::filesystem::is_regular_file(o.db))
+    throw CliError(fmt::format("export: no experiment DB at {} (pass --db PATH, or start one with `attn-tuner run`)", o.db));
+  ExportPlan plan;
+  try {
+    auto db = ExperimentDb::open(o.db, ExperimentDb::Mode::read_only);
+    DbExportOptions options;
+    options.suite = o.suite;
+    options.templates_dir = o.templates;
+    options.allow_stale_source = o.allow_stale_source;
+    plan = build_export_plan(db, options);
+  } catch (const std::invalid_argument& e) {
+    throw CliError(fmt::format("export: {}", e.what()));
+  } catch (const std::runtime_error& e) {  // not a DB, an empty file, another schema
+    throw CliError(fmt::format("export: cannot read the experiment DB {}: {}", o.db, e.what()));
+  }
+  try {
+    write_submission_dir(plan, load_submission_templates(), o.out, o.force);
+  } catch (const std::invalid_argument& e) {
+    throw CliError(fmt::format("export: {}", e.what()));
+  }
+  std::printf("%s", fmt::format("wrote {} for suite '{}': {} variant(s), {} dispatch rule(s), default {}\n", o.out,
+                                plan.suite, plan.variants.size(), plan.rules.size(),
+                                plan.variants[static_cast<std::size_t>(plan.default_variant)].name)
+                        .c_str());
+  for (const auto& v : plan.variants)
+    std::printf("%s", fmt::format("  {}  {}  {}\n", v.name, v.template_name,
+                                  v.provenance.value("params", std::string()))
+                          .c_str());
+}
+
+}  // namespace
+
+void add_export_command(CLI::App& app) {
+  auto o = std::make_shared<ExportOptions>();
+  auto* cmd = app.add_subcommand("export", "write the tuned champions as a challenge submission directory");
+  cmd->add_option("--db", o->db, "experiment DB (read-only)")->capture_default_str();
+  cmd->add_option("--out", o->out, "submission directory to write (created; must be empty unless --force)")->required();
+  cmd->add_option("--suite", o->suite, "suite whose champions to export (default: the only one with champions)");
+  cmd->add_option("--templates", o->templates, "kernel templates folder (default: $ATTN_TUNER_TEMPLATES or the source tree's)");
+  cmd->add_flag("--force", o->force, "replace a non-empty --out that holds an earlier export");
+  cmd->add_flag("--allow-stale-source", o->allow_stale_source,
+                "export even when a template changed since its champion was compiled (ships the current source)");
+  cmd->callback([o] { run_export(*o); });
+}
+
+}  // namespace attn

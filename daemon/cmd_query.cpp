@@ -1,0 +1,291 @@
+// `attn-tuner query [--db PATH] [--format table|json|tsv] <what>`: read the experiment DB.
+//   best [--suite S]              champions per suite and scope
+//   top N [--suite S]             the N fastest keep/discard iterations by geomean
+//   history [--suite S] [--limit N]  the last N iterations, oldest first (0 = all)
+//   show ITER                     one iteration: variant, resources, per-case results
+//   sql "SELECT ..."              one read-only statement (a write is refused)
+//   tsv [--suite S] [--out FILE]  iters.tsv rebuilt from the DB (stdout without --out)
+// The DB is opened read-only and never created.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "daemon/commands.hpp"
+#include "db/iters_tsv.hpp"
+#include "db/store.hpp"
+#include "db/text_table.hpp"
+
+namespace attn {
+namespace {
+
+struct QueryOptions {
+  std::string db = "runs/attn-tuner.db";
+  std::string format = "table";
+  std::string suite;
+  std::int64_t top_n = 0;
+  std::int64_t limit = 50;
+  std::int64_t iter = 0;
+  std::string sql;
+  std::string out;
+
+  std::optional<std::string> suite_filter() const {
+    return suite.empty() ? std::nullopt : std::optional(suite);
+  }
+};
+
+ExperimentDb open_db(const QueryOptions& o) {
+  if (!std::filesystem::exists(o.db)) {
+    throw CliError(fmt::format("no experiment DB at {} (pass --db PATH, or start one with `attn-tuner run`)", o.db));
+  }
+  try {
+    return ExperimentDb::open(o.db, ExperimentDb::Mode::read_only);
+  } catch (const std::exception& e) {
+    throw CliError(e.what());
+  }
+}
+
+void print(const std::string& text) { std::fwrite(text.data(), 1, text.size(), stdout); }
+
+/// Prints `table` (table/tsv formats) or `json` (json format).
+void emit(const QueryOptions& o, const TextTable& table, const nlohmann::json& json) {
+  if (o.format == "json") print(json.dump(2) + "\n");
+  else if (o.format == "tsv") print(render_tsv(table));
+  else print(render_aligned(table));
+}
+
+std::string opt_int(const std::optional<std::int64_t>& v) { return v ? std::to_string(*v) : "-"; }
+std::string opt_g(const std::optional<double>& v, const char* spec = "{:.3g}") {
+  return v ? fmt::format(fmt::runtime(spec), *v) : "-";
+}
+std::string or_dash(const std::string& s) { return s.empty() ? "-" : s; }
+
+std::vector<std::string> iteration_cells(const IterationRecord& it) {
+  return {std::to_string(it.iter),    it.suite,
+          to_string(it.status),       to_string(it.failure_kind),
+          format_ms(it.geomean_ms),   format_delta_ms(it.delta_ms),
+          format_ms(it.window_ms),    format_ms(it.global_ms),
+          format_ms(it.retrieval_ms), or_dash(it.template_name),
+          or_dash(it.params),         or_dash(it.description)};
+}
+const std::vector<std::string> kIterationColumns = {
+    "iter",      "suite",     "status",       "failure_kind", "geomean_ms", "delta_ms",
+    "window_ms", "global_ms", "retrieval_ms", "template",     "params",     "description"};
+
+void run_best(const QueryOptions& o) {
+  auto db = open_db(o);
+  auto champions = db.champions(o.suite_filter());
+  TextTable table{{"suite", "scope", "iter", "score_ms", "geomean_ms", "status", "template", "params", "promoted_at"},
+                  {}};
+  auto json = nlohmann::json::array();
+  for (const auto& c : champions) {
+    auto it = db.iteration(c.iteration_id);
+    table.rows.push_back({c.suite, to_string(c.scope), std::to_string(c.iteration_id), format_ms(c.score_ms),
+                          it ? format_ms(it->geomean_ms) : "-", it ? to_string(it->status) : "-",
+                          it ? or_dash(it->template_name) : "-", it ? or_dash(it->params) : "-", c.promoted_at});
+    nlohmann::json j = c;
+    if (it) {
+      j["template"] = it->template_name;
+      j["params"] = it->params;
+      j["geomean_ms"] = it->geomean_ms ? nlohmann::json(*it->geomean_ms) : nlohmann::json(nullptr);
+    }
+    json.push_back(std::move(j));
+  }
+  if (champions.empty() && o.format == "table") {
+    print(o.suite.empty() ? "no champions yet\n" : fmt::format("no champions yet for suite {}\n", o.suite));
+    return;
+  }
+  emit(o, table, json);
+}
+
+void run_top(const QueryOptions& o) {
+  if (o.top_n <= 0) throw CliError(fmt::format("top: N must be a positive count, got {}", o.top_n));
+  auto db = open_db(o);
+  auto rows = db.iterations({.suite = o.suite_filter(),
+                             .run_id = std::nullopt,
+                             .statuses = {IterationStatus::keep, IterationStatus::discard},
+                             .order = IterationQuery::Order::geomean_asc,
+                             .limit = o.top_n});
+  TextTable table{kIterationColumns, {}};
+  table.columns.insert(table.columns.begin(), "rank");
+  auto json = nlohmann::json::array();
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (!rows[i].geomean_ms) continue;  // no score, no rank
+    auto cells = iteration_cells(rows[i]);
+    cells.insert(cells.begin(), std::to_string(i + 1));
+    table.rows.push_back(std::move(cells));
+    json.push_back(rows[i]);
+  }
+  emit(o, table, json);
+}
+
+void run_history(const QueryOptions& o) {
+  if (o.limit < 0) throw CliError(fmt::format("history: --limit must be >= 0 (0 = all), got {}", o.limit));
+  auto db = open_db(o);
+  auto rows = db.iterations({.suite = o.suite_filter(),
+                             .run_id = std::nullopt,
+                             .statuses = {},
+                             .order = IterationQuery::Order::iter_desc,
+                             .limit = o.limit ? std::optional(o.limit) : std::nullopt});
+  std::reverse(rows.begin(), rows.end());
+  TextTable table{kIterationColumns, {}};
+  for (const auto& it : rows) table.rows.push_back(iteration_cells(it));
+  emit(o, table, nlohmann::json(rows));
+}
+
+void run_show(const QueryOptions& o) {
+  auto db = open_db(o);
+  auto it = db.iteration(o.iter);
+  if (!it) throw CliError(fmt::format("show: no iteration {} in {}", o.iter, o.db));
+  std::optional<VariantRecord> variant;
+  if (it->variant_id) variant = db.variant(*it->variant_id);
+
+  if (o.format == "json") {
+    nlohmann::json j = {{"iteration", *it}, {"variant", nullptr}, {"cases", it->cases}};
+    j["iteration"].erase("cases");
+    if (variant) j["variant"] = *variant;
+    print(j.dump(2) + "\n");
+    return;
+  }
+  std::vector<std::pair<std::string, std::string>> fields = {
+      {"iter", std::to_string(it->iter)},
+      {"run", std::to_string(it->run_id)},
+      {"suite", it->suite},
+      {"status", to_string(it->status)},
+      {"failure_kind", to_string(it->failure_kind)},
+      {"template", or_dash(it->template_name)},
+      {"params", or_dash(it->params)},
+      {"geomean_ms", format_ms(it->geomean_ms)},
+      {"delta_ms", format_delta_ms(it->delta_ms)},
+      {"window_ms", format_ms(it->window_ms)},
+      {"global_ms", format_ms(it->global_ms)},
+      {"retrieval_ms", format_ms(it->retrieval_ms)},
+      {"description", or_dash(it->description)},
+      {"started_at", it->started_at},
+      {"finished_at", or_dash(it->finished_at)},
+      {"gpu_ms", opt_g(it->gpu_ms, "{:.1f}")},
+      {"compile_ms", opt_g(it->compile_ms, "{:.1f}")},
+      {"variant", it->variant_id ? std::to_string(*it->variant_id) : "-"},
+  };
+  if (variant) {
+    fields.insert(fields.end(), {{"content_hash", variant->content_hash},
+                                 {"compile_ok", variant->compile_ok ? "yes" : "no"},
+                                 {"variant_compile_ms", opt_g(variant->compile_ms, "{:.1f}")},
+                                 {"registers", opt_int(variant->registers)},
+                                 {"smem_bytes", opt_int(variant->smem_bytes)},
+                                 {"spill_bytes", opt_int(variant->spill_bytes)},
+                                 {"cubin_path", or_dash(variant->cubin_path)}});
+  }
+  TextTable kv{{"field", "value"}, {}};
+  for (auto& [k, v] : fields) kv.rows.push_back({k, v});
+  TextTable cases{{"case_id", "family", "median_ms", "spread", "samples", "sm_clock_mhz", "o_max_abs_diff",
+                   "lse_max_abs_diff", "passed"},
+                  {}};
+  for (const auto& c : it->cases) {
+    cases.rows.push_back({c.case_id, family_name(c.family), format_ms(c.median_ms), opt_g(c.spread, "{:.4f}"),
+                          std::to_string(c.samples), opt_int(c.sm_clock_mhz), opt_g(c.o_max_abs_diff),
+                          opt_g(c.lse_max_abs_diff), c.passed ? "yes" : "no"});
+  }
+  if (o.format == "tsv") {
+    print(render_tsv(kv) + "\n" + render_tsv(cases));
+    return;
+  }
+  std::string text = render_aligned(kv);
+  text.erase(0, text.find('\n') + 1);  // a field list reads better without its header
+  print(text);
+  if (variant && !variant->compile_ok && !variant->compile_log.empty()) {
+    print("\ncompile_log:\n" + variant->compile_log + (variant->compile_log.back() == '\n' ? "" : "\n"));
+  }
+  print(it->cases.empty() ? "\nno case results\n" : "\n" + render_aligned(cases));
+}
+
+void run_sql(const QueryOptions& o) {
+  auto db = open_db(o);
+  SqlResult result;
+  try {
+    result = db.sql_readonly(o.sql);
+  } catch (const std::exception& e) {
+    throw CliError(e.what());
+  }
+  TextTable table{result.columns, {}};
+  auto json_rows = nlohmann::json::array();
+  for (const auto& row : result.rows) {
+    auto& cells = table.rows.emplace_back();
+    auto& jrow = json_rows.emplace_back(nlohmann::json::array());
+    for (const auto& v : row) {
+      cells.push_back(v.value_or("NULL"));
+      jrow.push_back(v ? nlohmann::json(*v) : nlohmann::json(nullptr));
+    }
+  }
+  emit(o, table, {{"columns", result.columns}, {"rows", json_rows}});
+}
+
+void run_tsv(const QueryOptions& o) {
+  auto db = open_db(o);
+  auto rows = db.iterations({.suite = o.suite_filter(),
+                             .run_id = std::nullopt,
+                             .statuses = {IterationStatus::keep, IterationStatus::discard, IterationStatus::crash,
+                                          IterationStatus::interrupted},
+                             .order = IterationQuery::Order::iter_asc,
+                             .limit = std::nullopt});
+  if (o.out.empty()) {
+    print(render_all(rows));
+    return;
+  }
+  try {
+    write_all(o.out, rows);
+  } catch (const std::exception& e) {
+    throw CliError(e.what());
+  }
+  print(fmt::format("wrote {} iterations to {}\n", rows.size(), o.out));
+}
+
+}  // namespace
+
+void add_query_command(CLI::App& app) {
+  auto o = std::make_shared<QueryOptions>();
+  auto* q = app.add_subcommand("query", "Read the experiment DB: best | top N | history | show ITER | sql | tsv");
+  q->add_option("--db", o->db, "Experiment DB (SQLite) to read; never created")->capture_default_str();
+  q->add_option("--format", o->format, "Output format")
+      ->check(CLI::IsMember({"table", "json", "tsv"}))
+      ->capture_default_str();
+  q->require_subcommand(1);
+  q->fallthrough();  // `query best --db X` works as well as `query --db X best`
+
+  auto* best = q->add_subcommand("best", "Champions per suite and scope (overall and per family)");
+  best->add_option("--suite", o->suite, "Only this suite");
+  best->callback([o] { run_best(*o); });
+
+  auto* top = q->add_subcommand("top", "The N fastest keep/discard iterations by geomean");
+  top->add_option("N", o->top_n, "How many")->required();
+  top->add_option("--suite", o->suite, "Only this suite");
+  top->callback([o] { run_top(*o); });
+
+  auto* history = q->add_subcommand("history", "The last iterations, oldest first");
+  history->add_option("--suite", o->suite, "Only this suite");
+  history->add_option("--limit", o->limit, "How many (0 = all)")->capture_default_str();
+  history->callback([o] { run_history(*o); });
+
+  auto* show = q->add_subcommand("show", "One iteration: params, scores, variant resources, per-case results");
+  show->add_option("ITER", o->iter, "Iteration number")->required();
+  show->callback([o] { run_show(*o); });
+
+  auto* sql = q->add_subcommand("sql", "Run one read-only SQL statement (see docs/db-schema.md)");
+  sql->add_option("QUERY", o->sql, "e.g. \"SELECT id, geomean_ms FROM iterations ORDER BY geomean_ms LIMIT 5\"")
+      ->required();
+  sql->callback([o] { run_sql(*o); });
+
+  auto* tsv = q->add_subcommand("tsv", "Rebuild iters.tsv from the DB");
+  tsv->add_option("--suite", o->suite, "Only this suite");
+  tsv->add_option("--out", o->out, "Write this file atomically instead of printing to stdout");
+  tsv->callback([o] { run_tsv(*o); });
+}
+
+}  // namespace attn

@@ -1,0 +1,26 @@
+// The subcommands of `attn-tuner`, one file each (daemon/cmd_<name>.cpp). Each adds itself to the app;
+// its callback runs the command and throws attn::CliError (exit code 2, message to stderr) on bad input.
+#pragma once
+#include <stdexcept>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace attn {
+
+/// A user error: printed as "attn-tuner: <message>" with exit code 2, no stack of logs.
+struct CliError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+void add_suites_command(CLI::App& app);   // workload: print a suite with work and roofline floor
+void add_query_command(CLI::App& app);    // db: best | top N | history | show ITER | sql | tsv
+void add_compile_command(CLI::App& app);  // gpu: NVRTC-compile a template's configs (no GPU needed)
+void add_worker_command(CLI::App& app);   // gpu: the isolated GPU worker (JSON lines on stdin/stdout)
+void add_bench_command(CLI::App& app);    // gpu: time one config on a suite, print per case and score
+void add_run_command(CLI::App& app);      // daemon: the tuning loop
+void add_status_command(CLI::App& app);   // daemon: progress of a running daemon
+void add_stop_command(CLI::App& app);     // daemon: stop a running daemon cleanly
+void add_export_command(CLI::App& app);   // export: write a challenge submission directory
+
+}  // namespace attn

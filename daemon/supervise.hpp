@@ -1,0 +1,64 @@
+// Running as a daemon: stop requests from signals, the pid file next to the DB, and detaching.
+#pragma once
+#include <sys/types.h>
+
+#include <atomic>
+#include <optional>
+#include <string>
+#include <thread>
+
+namespace attn {
+
+/// How far a stop has been asked for. 0: run on; 1: finish the iteration in flight, then stop;
+/// 2 or more: abandon the iteration in flight (it is recorded as interrupted) and stop now.
+struct StopRequest {
+  std::atomic<int> level{0};
+  /// The worker process to kill on an abandon (0: none); the loop keeps it current.
+  std::atomic<pid_t> worker_pid{0};
+  bool stopping() const { return level.load() >= 1; }
+  bool abandoning() const { return level.load() >= 2; }
+};
+
+/// Blocks SIGINT and SIGTERM in the calling thread (call before any other thread starts, so every later
+/// thread inherits the mask) and handles them on a dedicated thread: each signal raises
+/// `request.level` by one; on the second it also SIGKILLs request.worker_pid's process group.
+class SignalWatcher {
+ public:
+  explicit SignalWatcher(StopRequest& request);
+  ~SignalWatcher();
+  SignalWatcher(const SignalWatcher&) = delete;
+  SignalWatcher& operator=(const SignalWatcher&) = delete;
+
+ private:
+  StopRequest& request_;
+  std::thread thread_;
+};
+
+/// Files of a daemon working on `db_path`: "<db>.pid", "<db>.log" and "<db>.status.json" (live
+/// progress: what is in flight and the run's limits; the DB holds everything else).
+std::string pid_file_for(const std::string& db_path);
+std::string log_file_for(const std::string& db_path);
+std::string status_file_for(const std::string& db_path);
+
+/// The pid in the pid file when that process is alive, else nullopt (a stale file is ignored).
+std::optional<pid_t> running_daemon(const std::string& db_path);
+
+/// Owns the pid file while the daemon runs. Throws std::runtime_error when another live daemon already
+/// holds it (naming its pid), or when the file cannot be written.
+class PidFile {
+ public:
+  explicit PidFile(const std::string& db_path);
+  ~PidFile();
+  PidFile(const PidFile&) = delete;
+  PidFile& operator=(const PidFile&) = delete;
+
+ private:
+  std::string path_;
+};
+
+/// Forks; the parent returns the child's pid, the child (returns 0) starts a new session, and sends
+/// stdin to /dev/null and stdout/stderr to `log_path` (appending). Call before starting any thread.
+/// Throws std::runtime_error when fork or the log file fails.
+pid_t detach_to_background(const std::string& log_path);
+
+}  // namespace attn

@@ -1,0 +1,56 @@
+// The overnight loop: propose a config (tuner/), compile it ahead on a thread pool (gpu/compiler), evaluate
+// it in the isolated worker (gpu/worker_client), keep or discard it by the noise-aware champion rule
+// (tuner/champion), and log every iteration to the DB (db/) and iters.tsv. Resumes from the DB.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daemon/supervise.hpp"
+#include "gpu/timing.hpp"
+#include "gpu/worker_client.hpp"
+
+namespace attn {
+
+/// Everything `attn-tuner run` takes.
+struct RunOptions {
+  std::string db_path = "runs/attn-tuner.db";
+  std::string tsv_path;                 ///< "" = iters.tsv beside the DB
+  std::string suite = "quick";          ///< built-in suite name (ignored when manifest is set)
+  std::string manifest;                 ///< suite manifest JSON file (harness format)
+  std::int64_t root_seed = 0;           ///< seeds of quick/full/broad cases
+  std::vector<std::string> templates;   ///< template names; empty = every kernels_templates/*.json
+  std::string templates_dir;            ///< "" = default_templates_dir()
+  std::string strategy = "local";
+  std::uint64_t seed = 1;
+  std::optional<double> budget_s;       ///< wall-clock budget of this run
+  std::optional<std::int64_t> max_iterations;
+  unsigned compile_jobs = 0;            ///< 0 = hardware threads
+  std::string cache_dir;                ///< "" = default_cache_dir()
+  TimingParams timing;
+  /// Watchdog: an evaluation may take watchdog_factor x the champion's last evaluation wall time, at
+  /// least watchdog_min_s and at most watchdog_cap_s, before the worker is killed (hang).
+  double watchdog_factor = 10, watchdog_min_s = 20, watchdog_cap_s = 180;
+  double prepare_timeout_s = 900;       ///< building the suite's cases in a fresh worker
+  std::optional<WorkerCommand> worker;  ///< default: this binary's `worker`
+  bool progress = true;                 ///< one line per iteration on stdout
+};
+
+/// How a run ended.
+struct RunSummary {
+  std::int64_t run_id = 0;
+  std::int64_t iterations = 0;
+  std::string stop_reason;
+  std::optional<double> best_ms;
+};
+
+/// Runs the loop until the budget, the iteration limit, the search space or a stop request ends it.
+/// Throws std::runtime_error / std::invalid_argument (naming the problem) for bad options or an
+/// unusable DB before anything is logged; once the run is logged, problems end it with status failed.
+RunSummary run_tuning_loop(const RunOptions& options, StopRequest& stop);
+
+/// The suite label stored in the DB for these options: the built-in name, or the manifest file's stem.
+std::string suite_label(const RunOptions& options);
+
+}  // namespace attn

@@ -1,0 +1,151 @@
+// The rows of the experiment store (docs/db-schema.md), as plain structs, with the status enums and
+// their exact spelling in the DB and in JSON. Times are ISO-8601 UTC text ("2026-11-05T12:34:56.789Z"),
+// set by the DB; durations and latencies are milliseconds.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "gpu/failure.hpp"  // FailureKind, to_string(FailureKind), parse_failure_kind (header-only)
+#include "workload/case_spec.hpp"
+
+namespace attn {
+
+/// Life of a tuning run (one `attn-tuner run` invocation).
+enum class RunStatus { running, finished, stopped, interrupted, failed };
+/// Outcome of one iteration (one config evaluated on a whole suite); `running` until finished.
+enum class IterationStatus { running, keep, discard, crash, interrupted };
+// FailureKind (gpu/failure.hpp) says why an iteration crashed: `none` for keep/discard, `interrupted`
+// for status interrupted.
+/// What a champion is best at: the suite's overall geomean, or one family's median.
+enum class ChampionScope { overall, sliding_window, sliding_window_global, sliding_window_retrieval };
+
+/// Spelling in the DB, JSON and CLI ("keep", "device_limit", "sliding_window_global", ...).
+const char* to_string(RunStatus s);
+const char* to_string(IterationStatus s);
+const char* to_string(ChampionScope s);
+/// Inverses of to_string; throw std::invalid_argument naming the bad value and listing the valid ones.
+RunStatus parse_run_status(std::string_view s);
+IterationStatus parse_iteration_status(std::string_view s);
+ChampionScope parse_champion_scope(std::string_view s);
+/// The per-family champion scope of a family.
+ChampionScope champion_scope_of(Family f);
+/// keep, discard, crash, interrupted: the statuses that get an iters.tsv line.
+bool is_finished(IterationStatus s);
+
+/// One row of `runs`.
+struct RunRecord {
+  std::int64_t id = 0;
+  std::string started_at, ended_at;  ///< ended_at "" while running
+  std::string suite;                 ///< suite name ("quick", or a manifest's file name)
+  std::string suite_json;            ///< the CaseSpec list as manifest JSON (suite_to_manifest_json)
+  std::string strategy;
+  std::vector<std::string> templates;
+  std::string gpu_name, driver;
+  std::optional<std::int64_t> sm_clock_mhz;
+  std::string git_commit, host;
+  RunStatus status = RunStatus::running;
+  std::string stop_reason;
+  bool operator==(const RunRecord&) const = default;
+};
+
+/// One row of `variants`: a compiled config, keyed by content_hash (template source, config, NVRTC
+/// flags and version). compile_ok false keeps the failed compile's log.
+struct VariantRecord {
+  std::int64_t id = 0;
+  std::string template_name;
+  std::string params_json;  ///< canonical JSON object, sorted keys ({"BLOCK_M":128,...})
+  std::string params;       ///< compact "BLOCK_M=128,BLOCK_N=64" (derived from params_json)
+  std::string content_hash;
+  bool compile_ok = false;
+  std::optional<double> compile_ms;
+  std::string compile_log;
+  std::optional<std::int64_t> registers, smem_bytes, spill_bytes;
+  std::string cubin_path;  ///< "" when none
+  std::string created_at;
+  bool operator==(const VariantRecord&) const = default;
+};
+
+/// One row of `case_results`: the timing and validation of one case in one iteration.
+struct CaseResultRecord {
+  std::string case_id;
+  Family family = Family::sliding_window;
+  std::optional<double> median_ms;
+  std::optional<double> spread;  ///< relative spread of the samples, e.g. 0.004 = 0.4 %
+  std::int64_t samples = 0;
+  std::optional<std::int64_t> sm_clock_mhz;
+  std::optional<double> o_max_abs_diff, lse_max_abs_diff;
+  bool passed = false;
+  bool operator==(const CaseResultRecord&) const = default;
+};
+
+/// One row of `iterations`; `iter` is the global, increasing iteration number (the row id).
+struct IterationRecord {
+  std::int64_t iter = 0;
+  std::int64_t run_id = 0;
+  std::optional<std::int64_t> variant_id;  ///< none for a crash before the compile finished
+  std::string suite;
+  std::string template_name;
+  std::string params_json;  ///< canonical, as in VariantRecord
+  std::string params;       ///< compact, derived from params_json
+  IterationStatus status = IterationStatus::running;
+  FailureKind failure_kind = FailureKind::none;
+  /// Score (geomean over families of the per-family median), its change against the champion at the
+  /// time (negative = faster), and the per-family medians.
+  std::optional<double> geomean_ms, delta_ms, window_ms, global_ms, retrieval_ms;
+  std::string description;
+  std::string started_at, finished_at;     ///< finished_at "" while running
+  std::optional<double> gpu_ms, compile_ms;  ///< time spent on the GPU / in NVRTC
+  std::vector<CaseResultRecord> cases;     ///< filled by ExperimentDb::iteration(), empty in lists
+  bool operator==(const IterationRecord&) const = default;
+};
+
+/// One row of `champions`: the best iteration of a suite for one scope.
+struct ChampionRecord {
+  std::string suite;
+  ChampionScope scope = ChampionScope::overall;
+  std::int64_t iteration_id = 0;
+  double score_ms = 0;
+  std::string promoted_at;
+  bool operator==(const ChampionRecord&) const = default;
+};
+
+/// One row of `champion_history`: a promotion, the incumbent it replaced (none for the first) and the
+/// A/B/A re-timing that justified it (JSON as the daemon wrote it, "{}" when none).
+struct ChampionPromotion {
+  std::int64_t id = 0;
+  ChampionRecord champion;
+  std::optional<std::int64_t> previous_iteration_id;
+  std::optional<double> previous_score_ms;
+  std::string aba_json;
+  bool operator==(const ChampionPromotion&) const = default;
+};
+
+/// Counts of a run's iterations by status, and the time spent.
+struct RunProgress {
+  std::int64_t iterations = 0, running = 0, keep = 0, discard = 0, crash = 0, interrupted = 0;
+  double gpu_ms = 0, compile_ms = 0;
+  std::optional<double> best_geomean_ms;  ///< lowest geomean among the run's keep iterations
+  bool operator==(const RunProgress&) const = default;
+};
+
+/// The config JSON object in canonical form: keys sorted, compact, numbers as JSON writes them.
+/// Throws std::invalid_argument when `json` is not a JSON object of scalars.
+std::string canonical_params_json(const std::string& json);
+/// "K=V,K=V" in key order from a config JSON object (strings unquoted, true/false as 1/0).
+std::string compact_params(const std::string& json);
+
+// JSON (nlohmann ADL): the column names of docs/db-schema.md, optional values as null.
+void to_json(nlohmann::json& j, const RunRecord& r);
+void to_json(nlohmann::json& j, const VariantRecord& v);
+void to_json(nlohmann::json& j, const CaseResultRecord& c);
+void to_json(nlohmann::json& j, const IterationRecord& it);
+void to_json(nlohmann::json& j, const ChampionRecord& c);
+void to_json(nlohmann::json& j, const ChampionPromotion& p);
+void to_json(nlohmann::json& j, const RunProgress& p);
+
+}  // namespace attn

@@ -1,0 +1,46 @@
+// Schema of the experiment store (documented for sqlite3 users in docs/db-schema.md), its version
+// check, and the migration hook that brings an older file up to kSchemaVersion.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "db/sqlite.hpp"
+
+namespace attn::db {
+
+/// The schema this build writes. Stored as MAX(version) of the `schema_version` table.
+inline constexpr int kSchemaVersion = 1;
+
+/// One step of the migration chain: brings a file from `from_version` to `from_version + 1`. Runs
+/// inside the transaction that also records the new version (all or nothing).
+struct Migration {
+  int from_version = 0;
+  std::function<void(sqlite::Connection&)> apply;
+};
+
+/// The built-in chain (empty while kSchemaVersion is 1).
+const std::vector<Migration>& builtin_migrations();
+
+/// The full DDL of kSchemaVersion (tables, indexes), without the schema_version row.
+const char* schema_sql();
+
+/// Sets the per-connection pragmas: foreign_keys=ON, and on a writable connection journal_mode=WAL
+/// and synchronous=FULL (a committed iteration survives a crash of the process or of the machine).
+/// Throws std::runtime_error "<path> is not a SQLite database" when the file is something else.
+void configure_connection(sqlite::Connection& conn);
+
+/// Version recorded in the file: 0 for an empty database (no tables at all). Throws
+/// std::runtime_error naming the file when it is a SQLite database of another schema (tables but no
+/// schema_version table) or when schema_version is empty.
+int read_schema_version(sqlite::Connection& conn);
+
+/// Makes `conn`'s file ready at `target_version`: creates the schema in an empty file, applies the
+/// migrations from `chain` in order to an older one, accepts an equal one. Throws std::runtime_error
+/// naming the file for a newer version ("... has schema version 3, newer than the 1 this attn-tuner
+/// understands; use a newer attn-tuner"), a missing migration step, or (on a read-only connection)
+/// any change that would be needed.
+void ensure_schema(sqlite::Connection& conn, int target_version = kSchemaVersion,
+                   const std::vector<Migration>& chain = builtin_migrations());
+
+}  // namespace attn::db

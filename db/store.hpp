@@ -1,0 +1,132 @@
+// The experiment store: the tuning daemon's source of truth (runs, compiled variants, iterations with
+// their per-case results, champions). One SQLite file in WAL mode; schema in docs/db-schema.md.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "db/records.hpp"
+#include "db/sqlite.hpp"
+
+namespace attn {
+
+/// Filter and order for ExperimentDb::iterations().
+struct IterationQuery {
+  enum class Order {
+    iter_asc,     ///< oldest first
+    iter_desc,    ///< newest first
+    geomean_asc,  ///< fastest first; rows without a geomean last
+  };
+  std::optional<std::string> suite;
+  std::optional<std::int64_t> run_id;
+  std::vector<IterationStatus> statuses;  ///< empty = every status
+  Order order = Order::iter_asc;
+  std::optional<std::int64_t> limit;      ///< none = all rows
+};
+
+/// Result of ExperimentDb::sql_readonly: column names and rows, every value as SQLite renders it as
+/// text (nullopt for NULL).
+struct SqlResult {
+  std::vector<std::string> columns;
+  std::vector<std::vector<std::optional<std::string>>> rows;
+};
+
+/// The experiment DB. Methods that write do so in one transaction each (all or nothing). One instance
+/// per thread; several processes may open the same file (WAL; writers wait up to busy_timeout).
+/// Errors: std::invalid_argument for bad arguments (unknown ids, inconsistent statuses, non-finite
+/// numbers), std::runtime_error / sqlite::Error naming the file for everything else.
+class ExperimentDb {
+ public:
+  enum class Mode {
+    read_write,  ///< creates the file, its folder and the schema when missing; migrates an older schema
+    read_only,   ///< SQLITE_OPEN_READONLY; the file must exist with the current schema
+  };
+
+  /// Opens `path`. Throws std::runtime_error naming the file when it is missing (read_only), is not a
+  /// SQLite database, is a database of another schema, or has a newer schema version than this build.
+  static ExperimentDb open(const std::string& path, Mode mode = Mode::read_write);
+
+  const std::string& path() const { return conn_.path(); }
+  bool read_only() const { return conn_.read_only(); }
+  /// The underlying connection, for tests and ad-hoc statements.
+  sqlite::Connection& connection() { return conn_; }
+
+  // --- runs ------------------------------------------------------------------------------------
+  /// Inserts a run with status running and started_at now; returns its id. Uses every field of `run`
+  /// but id, started_at, ended_at and status.
+  std::int64_t begin_run(const RunRecord& run);
+  /// Sets status (not running) and stop_reason, ended_at now. Throws std::invalid_argument for an
+  /// unknown run, a run already ended, or status running.
+  void end_run(std::int64_t run_id, RunStatus status, const std::string& stop_reason = "");
+  /// Every run still `running` becomes `interrupted` (for daemon start-up); returns their ids.
+  std::vector<std::int64_t> mark_interrupted_runs();
+  std::optional<RunRecord> run(std::int64_t run_id);
+  std::vector<RunRecord> runs();
+  /// Iteration counts by status, time spent, best keep geomean of the run.
+  RunProgress run_progress(std::int64_t run_id);
+
+  // --- variants --------------------------------------------------------------------------------
+  /// Inserts a variant, or updates the compile results (compile_ok, compile_ms, compile_log,
+  /// registers, smem_bytes, spill_bytes, cubin_path) of the one with the same content_hash; returns
+  /// its id. params_json is canonicalised and params derived from it. Throws std::invalid_argument
+  /// when content_hash is empty or the stored variant of that hash has another template/params.
+  std::int64_t upsert_variant(const VariantRecord& variant);
+  std::optional<VariantRecord> find_variant_by_hash(const std::string& content_hash);
+  std::optional<VariantRecord> variant(std::int64_t variant_id);
+
+  // --- iterations ------------------------------------------------------------------------------
+  /// True when (template, config, suite) already has an iteration with status keep, discard or crash
+  /// ("never re-evaluate a config"; interrupted and running ones do not count). `params_json` is
+  /// canonicalised first, so key order does not matter.
+  bool has_evaluated(const std::string& template_name, const std::string& params_json,
+                     const std::string& suite);
+  /// Inserts a `running` iteration from run_id, variant_id (optional), suite, template_name,
+  /// params_json and description of `it`; returns its iter number. Throws std::invalid_argument for
+  /// an unknown or ended run, an unknown variant, an empty suite/template or malformed params_json.
+  std::int64_t begin_iteration(const IterationRecord& it);
+  /// Attaches the compiled variant to a running iteration.
+  void set_iteration_variant(std::int64_t iter, std::int64_t variant_id);
+  /// Finishes running iteration `it.iter` in ONE transaction: status, failure_kind, scores,
+  /// description, gpu_ms, compile_ms, variant_id (when set), finished_at now, and it.cases. Rules
+  /// (std::invalid_argument): the iteration is running; status is not running; keep and discard have
+  /// failure_kind none and keep has a geomean; crash has a failure kind other than none/interrupted;
+  /// interrupted has failure_kind interrupted. Any failure (e.g. two cases with one case_id) leaves
+  /// the row as it was.
+  void finish_iteration(const IterationRecord& it);
+  /// Every `running` iteration becomes `interrupted` (failure_kind interrupted, finished_at now);
+  /// returns them as updated. For daemon start-up after a crash or kill.
+  std::vector<IterationRecord> mark_interrupted_iterations();
+  /// Iterations without their case results.
+  std::vector<IterationRecord> iterations(const IterationQuery& query = {});
+  /// One iteration with its case results (ordered by case_id); nullopt when unknown.
+  std::optional<IterationRecord> iteration(std::int64_t iter);
+  std::vector<CaseResultRecord> case_results(std::int64_t iter);
+  /// The keep iteration of `suite` with the lowest geomean (ties: lowest iter); nullopt when none.
+  std::optional<IterationRecord> best(const std::string& suite);
+
+  // --- champions -------------------------------------------------------------------------------
+  std::optional<ChampionRecord> champion(const std::string& suite, ChampionScope scope);
+  /// Champions of one suite, or of all suites; ordered by suite, then scope as in ChampionScope.
+  std::vector<ChampionRecord> champions(const std::optional<std::string>& suite = std::nullopt);
+  /// Makes `c` the champion of (suite, scope), promoted_at now, and appends to champion_history the
+  /// promotion with the incumbent it replaced and `aba_json` (the A/B/A timings; must be JSON) in the
+  /// same transaction. Throws std::invalid_argument when the iteration is unknown, of another suite,
+  /// not keep/discard, or score_ms is not a positive finite number.
+  void set_champion(const ChampionRecord& c, const std::string& aba_json = "{}");
+  /// Promotions, oldest first.
+  std::vector<ChampionPromotion> champion_history(const std::optional<std::string>& suite = std::nullopt);
+
+  // --- ad-hoc SQL ------------------------------------------------------------------------------
+  /// Runs one statement on a read-only connection (SQLITE_OPEN_READONLY) and returns all its rows.
+  /// A statement that would write (sqlite3_stmt_readonly false) is refused with std::invalid_argument
+  /// before it runs; SQL errors throw sqlite::Error with SQLite's message.
+  SqlResult sql_readonly(const std::string& query);
+
+ private:
+  explicit ExperimentDb(sqlite::Connection conn) : conn_(std::move(conn)) {}
+  void require_writable(const char* what) const;
+  sqlite::Connection conn_;
+};
+
+}  // namespace attn

@@ -1,0 +1,230 @@
+// ExperimentDb: iterations and their case results.
+#include <algorithm>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "db/store.hpp"
+#include "db/store_rows.hpp"
+
+namespace attn {
+
+using sqlite::kNowSql;
+namespace rows = db::rows;
+
+namespace {
+
+void check_finish_rules(const IterationRecord& it) {
+  const auto status = it.status;
+  const auto kind = it.failure_kind;
+  auto fail = [&](const char* rule) {
+    throw std::invalid_argument(fmt::format("finish_iteration {}: status {} with failure_kind {}: {}", it.iter,
+                                            to_string(status), to_string(kind), rule));
+  };
+  switch (status) {
+    case IterationStatus::running: fail("a finished iteration cannot be running"); break;
+    case IterationStatus::keep:
+    case IterationStatus::discard:
+      if (kind != FailureKind::none) fail("keep and discard have failure_kind none");
+      if (status == IterationStatus::keep && !it.geomean_ms) fail("keep needs a geomean_ms");
+      break;
+    case IterationStatus::crash:
+      if (kind == FailureKind::none || kind == FailureKind::interrupted) {
+        fail("crash needs a failure kind (compile, device_limit, fault, hang, wrong_result, worker_died)");
+      }
+      break;
+    case IterationStatus::interrupted:
+      if (kind != FailureKind::interrupted) fail("interrupted has failure_kind interrupted");
+      break;
+  }
+}
+
+}  // namespace
+
+bool ExperimentDb::has_evaluated(const std::string& template_name, const std::string& params_json,
+                                 const std::string& suite) {
+  auto st = conn_.prepare(
+      "SELECT EXISTS (SELECT 1 FROM iterations WHERE template = ? AND params_json = ? AND suite = ? "
+      "AND status IN ('keep', 'discard', 'crash'))");
+  st.bind(1, template_name).bind(2, canonical_params_json(params_json)).bind(3, suite);
+  st.step();
+  return st.column_int64(0) != 0;
+}
+
+std::int64_t ExperimentDb::begin_iteration(const IterationRecord& it) {
+  require_writable("begin_iteration");
+  if (it.suite.empty()) throw std::invalid_argument("begin_iteration: empty suite name");
+  if (it.template_name.empty()) throw std::invalid_argument("begin_iteration: empty template name");
+  const std::string params_json = canonical_params_json(it.params_json);
+  sqlite::Transaction tx(conn_);
+  auto r = run(it.run_id);
+  if (!r) throw std::invalid_argument(fmt::format("begin_iteration: no run {} in {}", it.run_id, path()));
+  if (r->status != RunStatus::running) {
+    throw std::invalid_argument(
+        fmt::format("begin_iteration: run {} has ended ({})", it.run_id, to_string(r->status)));
+  }
+  if (it.variant_id && !variant(*it.variant_id)) {
+    throw std::invalid_argument(fmt::format("begin_iteration: no variant {} in {}", *it.variant_id, path()));
+  }
+  auto st = conn_.prepare(
+      "INSERT INTO iterations (run_id, variant_id, suite, template, params_json, params, description) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?)");
+  st.bind(1, it.run_id)
+      .bind(2, it.variant_id)
+      .bind(3, it.suite)
+      .bind(4, it.template_name)
+      .bind(5, params_json)
+      .bind(6, compact_params(params_json))
+      .bind(7, it.description);
+  st.run();
+  std::int64_t iter = conn_.last_insert_rowid();
+  tx.commit();
+  return iter;
+}
+
+void ExperimentDb::set_iteration_variant(std::int64_t iter, std::int64_t variant_id) {
+  require_writable("set_iteration_variant");
+  sqlite::Transaction tx(conn_);
+  auto current = iteration(iter);
+  if (!current) throw std::invalid_argument(fmt::format("set_iteration_variant: no iteration {}", iter));
+  if (current->status != IterationStatus::running) {
+    throw std::invalid_argument(fmt::format("set_iteration_variant: iteration {} is already finished ({})",
+                                            iter, to_string(current->status)));
+  }
+  if (!variant(variant_id)) throw std::invalid_argument(fmt::format("set_iteration_variant: no variant {}", variant_id));
+  conn_.prepare("UPDATE iterations SET variant_id = ? WHERE id = ?").bind(1, variant_id).bind(2, iter).run();
+  tx.commit();
+}
+
+void ExperimentDb::finish_iteration(const IterationRecord& it) {
+  require_writable("finish_iteration");
+  check_finish_rules(it);
+  sqlite::Transaction tx(conn_);
+  auto status = conn_.prepare("SELECT status FROM iterations WHERE id = ?");
+  status.bind(1, it.iter);
+  if (!status.step()) throw std::invalid_argument(fmt::format("finish_iteration: no iteration {} in {}", it.iter, path()));
+  if (auto s = status.column_text(0); s != "running") {
+    throw std::invalid_argument(fmt::format("finish_iteration: iteration {} is already finished ({})", it.iter, s));
+  }
+  status.run();
+  if (it.variant_id && !variant(*it.variant_id)) {
+    throw std::invalid_argument(fmt::format("finish_iteration {}: no variant {}", it.iter, *it.variant_id));
+  }
+
+  auto up = conn_.prepare(fmt::format(
+      "UPDATE iterations SET variant_id = COALESCE(?, variant_id), status = ?, failure_kind = ?, "
+      "geomean_ms = ?, delta_ms = ?, window_ms = ?, global_ms = ?, retrieval_ms = ?, description = ?, "
+      "gpu_ms = ?, compile_ms = ?, finished_at = {} WHERE id = ?",
+      kNowSql));
+  up.bind(1, it.variant_id)
+      .bind(2, to_string(it.status))
+      .bind(3, to_string(it.failure_kind))
+      .bind(4, it.geomean_ms)
+      .bind(5, it.delta_ms)
+      .bind(6, it.window_ms)
+      .bind(7, it.global_ms)
+      .bind(8, it.retrieval_ms)
+      .bind(9, it.description)
+      .bind(10, it.gpu_ms)
+      .bind(11, it.compile_ms)
+      .bind(12, it.iter);
+  up.run();
+
+  auto ins = conn_.prepare(
+      "INSERT INTO case_results (iteration_id, case_id, family, median_ms, spread, samples, sm_clock_mhz, "
+      "o_max_abs_diff, lse_max_abs_diff, passed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  for (const auto& c : it.cases) {
+    ins.reset();
+    ins.bind(1, it.iter)
+        .bind(2, c.case_id)
+        .bind(3, family_name(c.family))
+        .bind(4, c.median_ms)
+        .bind(5, c.spread)
+        .bind(6, c.samples)
+        .bind(7, c.sm_clock_mhz)
+        .bind(8, c.o_max_abs_diff)
+        .bind(9, c.lse_max_abs_diff)
+        .bind(10, c.passed);
+    try {
+      ins.run();
+    } catch (const sqlite::Error& e) {
+      throw std::invalid_argument(fmt::format("finish_iteration {}: case {}: {}", it.iter, c.case_id, e.what()));
+    }
+  }
+  tx.commit();
+}
+
+std::vector<IterationRecord> ExperimentDb::mark_interrupted_iterations() {
+  require_writable("mark_interrupted_iterations");
+  sqlite::Transaction tx(conn_);
+  auto st = conn_.prepare(fmt::format(
+      "UPDATE iterations SET status = 'interrupted', failure_kind = 'interrupted', finished_at = {} "
+      "WHERE status = 'running' RETURNING id",
+      kNowSql));
+  std::vector<std::int64_t> ids;
+  while (st.step()) ids.push_back(st.column_int64(0));
+  std::sort(ids.begin(), ids.end());
+  std::vector<IterationRecord> out;
+  for (auto id : ids) out.push_back(*iteration(id));
+  tx.commit();
+  return out;
+}
+
+std::vector<IterationRecord> ExperimentDb::iterations(const IterationQuery& q) {
+  std::string sql = fmt::format("SELECT {} FROM iterations WHERE 1", rows::kIterationColumns);
+  if (q.suite) sql += " AND suite = ?";
+  if (q.run_id) sql += " AND run_id = ?";
+  if (!q.statuses.empty()) {
+    sql += " AND status IN (";
+    for (std::size_t i = 0; i < q.statuses.size(); ++i) sql += i ? ", ?" : "?";
+    sql += ")";
+  }
+  switch (q.order) {
+    case IterationQuery::Order::iter_asc: sql += " ORDER BY id"; break;
+    case IterationQuery::Order::iter_desc: sql += " ORDER BY id DESC"; break;
+    case IterationQuery::Order::geomean_asc: sql += " ORDER BY geomean_ms IS NULL, geomean_ms, id"; break;
+  }
+  if (q.limit) {
+    if (*q.limit < 0) throw std::invalid_argument(fmt::format("iterations: negative limit {}", *q.limit));
+    sql += " LIMIT ?";
+  }
+  auto st = conn_.prepare(sql);
+  int p = 1;
+  if (q.suite) st.bind(p++, *q.suite);
+  if (q.run_id) st.bind(p++, *q.run_id);
+  for (auto s : q.statuses) st.bind(p++, to_string(s));
+  if (q.limit) st.bind(p++, *q.limit);
+  std::vector<IterationRecord> out;
+  while (st.step()) out.push_back(rows::read_iteration(st));
+  return out;
+}
+
+std::optional<IterationRecord> ExperimentDb::iteration(std::int64_t iter) {
+  auto st = conn_.prepare(fmt::format("SELECT {} FROM iterations WHERE id = ?", rows::kIterationColumns));
+  st.bind(1, iter);
+  if (!st.step()) return std::nullopt;
+  auto it = rows::read_iteration(st);
+  it.cases = case_results(iter);
+  return it;
+}
+
+std::vector<CaseResultRecord> ExperimentDb::case_results(std::int64_t iter) {
+  auto st = conn_.prepare(
+      fmt::format("SELECT {} FROM case_results WHERE iteration_id = ? ORDER BY case_id", rows::kCaseColumns));
+  st.bind(1, iter);
+  std::vector<CaseResultRecord> out;
+  while (st.step()) out.push_back(rows::read_case(st));
+  return out;
+}
+
+std::optional<IterationRecord> ExperimentDb::best(const std::string& suite) {
+  auto found = iterations({.suite = suite,
+                           .run_id = std::nullopt,
+                           .statuses = {IterationStatus::keep},
+                           .order = IterationQuery::Order::geomean_asc,
+                           .limit = 1});
+  if (found.empty() || !found.front().geomean_ms) return std::nullopt;
+  return found.front();
+}
+
+}  // namespace attn

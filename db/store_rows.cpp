@@ -1,0 +1,92 @@
+#include "db/store_rows.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace attn::db::rows {
+
+RunRecord read_run(const sqlite::Statement& st) {
+  RunRecord r;
+  r.id = st.column_int64(0);
+  r.started_at = st.column_text(1);
+  r.ended_at = st.column_text(2);
+  r.suite = st.column_text(3);
+  r.suite_json = st.column_text(4);
+  r.strategy = st.column_text(5);
+  r.templates = nlohmann::json::parse(st.column_text(6)).get<std::vector<std::string>>();
+  r.gpu_name = st.column_text(7);
+  r.driver = st.column_text(8);
+  r.sm_clock_mhz = st.column_opt_int64(9);
+  r.git_commit = st.column_text(10);
+  r.host = st.column_text(11);
+  r.status = parse_run_status(st.column_text(12));
+  r.stop_reason = st.column_text(13);
+  return r;
+}
+
+VariantRecord read_variant(const sqlite::Statement& st) {
+  VariantRecord v;
+  v.id = st.column_int64(0);
+  v.template_name = st.column_text(1);
+  v.params_json = st.column_text(2);
+  v.params = st.column_text(3);
+  v.content_hash = st.column_text(4);
+  v.compile_ok = st.column_int64(5) != 0;
+  v.compile_ms = st.column_opt_double(6);
+  v.compile_log = st.column_text(7);
+  v.registers = st.column_opt_int64(8);
+  v.smem_bytes = st.column_opt_int64(9);
+  v.spill_bytes = st.column_opt_int64(10);
+  v.cubin_path = st.column_text(11);
+  v.created_at = st.column_text(12);
+  return v;
+}
+
+IterationRecord read_iteration(const sqlite::Statement& st) {
+  IterationRecord it;
+  it.iter = st.column_int64(0);
+  it.run_id = st.column_int64(1);
+  it.variant_id = st.column_opt_int64(2);
+  it.suite = st.column_text(3);
+  it.template_name = st.column_text(4);
+  it.params_json = st.column_text(5);
+  it.params = st.column_text(6);
+  it.status = parse_iteration_status(st.column_text(7));
+  it.failure_kind = parse_failure_kind(st.column_text(8));
+  it.geomean_ms = st.column_opt_double(9);
+  it.delta_ms = st.column_opt_double(10);
+  it.window_ms = st.column_opt_double(11);
+  it.global_ms = st.column_opt_double(12);
+  it.retrieval_ms = st.column_opt_double(13);
+  it.description = st.column_text(14);
+  it.started_at = st.column_text(15);
+  it.finished_at = st.column_text(16);
+  it.gpu_ms = st.column_opt_double(17);
+  it.compile_ms = st.column_opt_double(18);
+  return it;
+}
+
+CaseResultRecord read_case(const sqlite::Statement& st) {
+  CaseResultRecord c;
+  c.case_id = st.column_text(0);
+  c.family = parse_family(st.column_text(1));
+  c.median_ms = st.column_opt_double(2);
+  c.spread = st.column_opt_double(3);
+  c.samples = st.column_int64(4);
+  c.sm_clock_mhz = st.column_opt_int64(5);
+  c.o_max_abs_diff = st.column_opt_double(6);
+  c.lse_max_abs_diff = st.column_opt_double(7);
+  c.passed = st.column_int64(8) != 0;
+  return c;
+}
+
+ChampionRecord read_champion(const sqlite::Statement& st, int first) {
+  ChampionRecord c;
+  c.suite = st.column_text(first);
+  c.scope = parse_champion_scope(st.column_text(first + 1));
+  c.iteration_id = st.column_int64(first + 2);
+  c.score_ms = st.column_double(first + 3);
+  c.promoted_at = st.column_text(first + 4);
+  return c;
+}
+
+}  // namespace attn::db::rows

@@ -1,0 +1,131 @@
+#include "gpu/case_data.hpp"
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "gpu/driver_api.hpp"
+#include "workload/inputs.hpp"
+
+namespace attn {
+namespace {
+
+std::unique_ptr<Module> compile_helper(const Compiler& compiler, const std::string& source,
+                                       const std::string& kernel) {
+  const CompiledVariant v = compiler.compile({source, kernel, {}, {}});
+  if (!v.ok) throw std::runtime_error(fmt::format("helper kernel {} ({}) does not compile:\n{}", kernel, source, v.log));
+  return std::make_unique<Module>(v.cubin);
+}
+
+// As tuner/space.hpp default_templates_dir (attn_gpu links below attn_tuner_lib, so not called from here).
+std::string templates_dir_default() {
+  if (const char* e = std::getenv("ATTN_TUNER_TEMPLATES"); e && *e) return e;
+  return ATTN_TEMPLATES_DIR;
+}
+
+}  // namespace
+
+std::size_t DeviceCase::qkv_elems() const {
+  return std::size_t(spec.batch_size) * spec.num_heads * spec.t_max * kHeadDim;
+}
+std::size_t DeviceCase::lse_elems() const { return std::size_t(spec.batch_size) * spec.num_heads * spec.t_max; }
+
+AttnArgs DeviceCase::args() const {
+  AttnArgs a;
+  a.q = q.ptr();
+  a.k = k.ptr();
+  a.v = v.ptr();
+  a.row_ptr = row_ptr.ptr();
+  a.col_idx = col_idx.ptr();
+  a.seq_lens = seq_lens.ptr();
+  a.o = o.ptr();
+  a.lse = lse.ptr();
+  a.batch_size = spec.batch_size;
+  a.num_heads = spec.num_heads;
+  a.t_max = spec.t_max;
+  a.col_width = layout.col_width;
+  return a;
+}
+
+CaseBuilder::CaseBuilder(const Context& ctx, const Compiler& compiler, CaseBuilderOptions options)
+    : ctx_(ctx), compiler_(compiler), options_(std::move(options)) {
+  namespace fs = std::filesystem;
+  if (options_.templates_dir.empty()) options_.templates_dir = templates_dir_default();
+  if (options_.fill_source.empty())
+    options_.fill_source = (fs::path(options_.templates_dir) / "fill_normal.cu").string();
+  if (options_.reference_source.empty())
+    options_.reference_source = (fs::path(options_.templates_dir) / "reference_fp32.cu").string();
+}
+
+CaseBuilder::~CaseBuilder() = default;
+
+void CaseBuilder::load_helpers() {
+  if (!fill_module_) {
+    fill_module_ = compile_helper(compiler_, options_.fill_source, "fill_normal_bf16");
+    fill_fn_ = fill_module_->function("fill_normal_bf16");
+  }
+  if (!reference_module_) {
+    reference_module_ = compile_helper(compiler_, options_.reference_source, options_.reference_kernel);
+    reference_ = load_attn_kernel(*reference_module_, options_.reference_kernel);
+  }
+}
+
+void CaseBuilder::fill_normal(CUdeviceptr out, std::uint64_t seed, unsigned tensor, std::uint64_t n) {
+  if (!fill_module_) {
+    fill_module_ = compile_helper(compiler_, options_.fill_source, "fill_normal_bf16");
+    fill_fn_ = fill_module_->function("fill_normal_bf16");
+  }
+  if (n == 0) return;
+  const std::uint64_t blocks_needed = (n + 255) / 256;
+  const unsigned grid = unsigned(std::min<std::uint64_t>(blocks_needed, std::uint64_t(ctx_.info().sm_count) * 16));
+  unsigned long long seed_arg = seed, n_arg = n;
+  unsigned tensor_arg = tensor;
+  void* params[] = {&out, &seed_arg, &tensor_arg, &n_arg};
+  check(cu::api().cuLaunchKernel(fill_fn_, grid, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr),
+        "cuLaunchKernel(fill_normal_bf16)");
+  ctx_.synchronize();
+}
+
+bool CaseBuilder::contains(const CaseSpec& spec) const { return cases_.count(case_to_json(spec).dump()) > 0; }
+
+const DeviceCase& CaseBuilder::get(const CaseSpec& spec) {
+  const std::string key = case_to_json(spec).dump();
+  if (auto it = cases_.find(key); it != cases_.end()) return *it->second;
+  validate_case_spec(spec);
+  load_helpers();
+  const auto t0 = std::chrono::steady_clock::now();
+
+  auto c = std::make_unique<DeviceCase>();
+  c->spec = spec;
+  c->layout = build_layout(spec);
+  c->row_ptr = DeviceBuffer::from_vector(c->layout.row_ptr);
+  c->col_idx = DeviceBuffer::from_vector(c->layout.col_idx);
+  c->seq_lens = DeviceBuffer::from_vector(c->layout.seq_lens);
+  const std::size_t n = c->qkv_elems();
+  c->q = DeviceBuffer(n * sizeof(bf16_bits));
+  c->k = DeviceBuffer(n * sizeof(bf16_bits));
+  c->v = DeviceBuffer(n * sizeof(bf16_bits));
+  c->o = DeviceBuffer(n * sizeof(bf16_bits));
+  c->lse = DeviceBuffer(c->lse_elems() * sizeof(float));
+  const auto seed = std::uint64_t(spec.seed);
+  fill_normal(c->q.ptr(), seed, unsigned(Tensor::q), n);
+  fill_normal(c->k.ptr(), seed, unsigned(Tensor::k), n);
+  fill_normal(c->v.ptr(), seed, unsigned(Tensor::v), n);
+
+  c->o.fill_bytes(0xFF);  // NaN: the reference must write every element
+  c->lse.fill_bytes(0xFF);
+  launch_attn(reference_, c->args(), nullptr);
+  ctx_.synchronize();
+  c->ref_o = c->o.to_vector<bf16_bits>(n);
+  c->ref_lse = c->lse.to_vector<float>(c->lse_elems());
+  c->build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const DeviceCase& out = *c;
+  cases_.emplace(key, std::move(c));
+  return out;
+}
+
+}  // namespace attn

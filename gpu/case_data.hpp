@@ -1,0 +1,72 @@
+// A case on the GPU: its layout uploaded, q/k/v filled on the device (kernels_templates/fill_normal.cu,
+// the same numbers as workload/inputs.cpp), and the fp32 reference o/lse computed on the device
+// (kernels_templates/reference_fp32.cu) and copied to the host once. Built once per worker lifetime.
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gpu/attn_kernel.hpp"
+#include "gpu/compiler.hpp"
+#include "gpu/driver.hpp"
+#include "workload/bf16.hpp"
+#include "workload/case_spec.hpp"
+#include "workload/layout.hpp"
+
+namespace attn {
+
+/// Device tensors of one case (ABI.md layouts) and its reference outputs on the host.
+struct DeviceCase {
+  CaseSpec spec;
+  BlockSparseLayout layout;
+  DeviceBuffer q, k, v;                    ///< bf16 [B, H, t_max, 128]
+  DeviceBuffer row_ptr, col_idx, seq_lens; ///< int32, as layout
+  DeviceBuffer o, lse;                     ///< outputs: bf16 [B, H, t_max, 128], fp32 [B, H, t_max]
+  std::vector<bf16_bits> ref_o;            ///< reference_fp32's o (bf16 bits)
+  std::vector<float> ref_lse;              ///< reference_fp32's lse (natural log)
+  double build_ms = 0;
+
+  std::size_t qkv_elems() const;  ///< B * H * t_max * 128
+  std::size_t lse_elems() const;  ///< B * H * t_max
+  /// Launch arguments pointing at this case's buffers.
+  AttnArgs args() const;
+};
+
+/// Where the helper kernels come from.
+struct CaseBuilderOptions {
+  std::string templates_dir;                     ///< empty: $ATTN_TUNER_TEMPLATES, else the source tree's kernels_templates
+  std::string fill_source;                       ///< empty: <templates_dir>/fill_normal.cu
+  std::string reference_source;                  ///< empty: <templates_dir>/reference_fp32.cu
+  std::string reference_kernel = "reference_attn_fwd_fp32";
+};
+
+/// Builds cases on the current context and keeps them (keyed by the CaseSpec's JSON) for its lifetime.
+/// The helper kernels are compiled on first use with `compiler` (its disk cache applies).
+class CaseBuilder {
+ public:
+  CaseBuilder(const Context& ctx, const Compiler& compiler, CaseBuilderOptions options = {});
+  ~CaseBuilder();
+
+  /// The case, built on first request. Throws std::runtime_error when a helper kernel does not compile
+  /// (with the NVRTC log), std::invalid_argument for an invalid spec, CudaError on a device error.
+  const DeviceCase& get(const CaseSpec& spec);
+  bool contains(const CaseSpec& spec) const;
+  std::size_t size() const { return cases_.size(); }
+
+  /// Fills `n` bf16 values at `out` with fill_normal_bf16(seed, tensor) and waits for it.
+  void fill_normal(CUdeviceptr out, std::uint64_t seed, unsigned tensor, std::uint64_t n);
+
+ private:
+  const Context& ctx_;
+  const Compiler& compiler_;
+  CaseBuilderOptions options_;
+  std::unique_ptr<Module> fill_module_, reference_module_;
+  CUfunction fill_fn_ = nullptr;
+  AttnKernel reference_;
+  std::map<std::string, std::unique_ptr<DeviceCase>> cases_;
+
+  void load_helpers();
+};
+
+}  // namespace attn

@@ -1,0 +1,109 @@
+// NVRTC compilation of a kernel template with one config, the resource report ptxas prints, and a disk
+// cache keyed by a content hash (XXH3-128), so a config is compiled once per (source, includes, defines,
+// options, NVRTC version).
+#pragma once
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gpu/failure.hpp"
+#include "tuner/space.hpp"
+
+namespace attn {
+
+/// What to compile: a template file, its entry kernel, the config (each entry becomes -DNAME=VALUE) and
+/// extra NVRTC options (e.g. "--use_fast_math", "-maxrregcount=128").
+struct CompileRequest {
+  std::string source_path;
+  std::string kernel;
+  Config defines;
+  std::vector<std::string> extra_options;
+};
+
+/// Per-kernel resources from ptxas -v ("Used 96 registers, ... 1024 bytes smem"; "N bytes stack frame,
+/// N bytes spill stores, N bytes spill loads"). registers = -1 when the log does not mention the kernel.
+struct ResourceUsage {
+  int registers = -1;
+  int spill_stores = 0;       ///< bytes
+  int spill_loads = 0;        ///< bytes
+  int stack_frame = 0;        ///< bytes per thread
+  int static_smem = 0;        ///< bytes of __shared__ arrays (dynamic smem comes from attn_launch_info)
+  bool operator==(const ResourceUsage&) const = default;
+};
+
+/// A compiled config (a variant). ok = false: `error` is FailureKind::compile and `log` says why.
+struct CompiledVariant {
+  bool ok = false;
+  FailureKind error = FailureKind::none;
+  std::string log;              ///< NVRTC program log (ptxas -v lines on success, errors on failure)
+  std::vector<char> cubin;      ///< sm_90a cubin (nvrtcGetCUBIN); empty when !ok
+  std::string hash;             ///< 32 lowercase hex chars, see Compiler::content_hash
+  std::string cubin_path;       ///< <cache>/<hash>.cubin, empty when the cache is off
+  double compile_ms = 0;        ///< NVRTC wall time of the compile that produced it (also on a cache hit)
+  bool cache_hit = false;
+  ResourceUsage resources;
+};
+
+/// Compiler settings. The cache dir is created on first use.
+struct CompilerOptions {
+  std::string cache_dir;        ///< empty: default_cache_dir()
+  bool use_cache = true;
+  std::string arch = "sm_90a";  ///< -arch=...; sm_90a enables wgmma / setmaxnreg
+};
+
+/// $ATTN_TUNER_CACHE, else $HOME/.cache/attn-tuner (./.attn-tuner-cache without HOME).
+std::string default_cache_dir();
+/// "13.0" (nvrtcVersion).
+std::string nvrtc_version_string();
+/// Parses ptxas -v output in an NVRTC log for entry function `kernel`.
+ResourceUsage parse_ptxas_resources(const std::string& log, const std::string& kernel);
+
+/// Files a source pulls in with `#include "name"` (recursively, resolved beside the including file),
+/// as (name as written, file text) pairs sorted by name; files that do not exist are skipped.
+std::vector<std::pair<std::string, std::string>> local_includes(const std::string& source_path);
+
+/// Thread-safe: compile() may run on many threads at once (each call owns its nvrtcProgram; cache files
+/// are written to a temporary name and renamed into place).
+class Compiler {
+ public:
+  explicit Compiler(CompilerOptions options = {});
+
+  /// Compiles (or loads from the cache). Never throws: any problem (unreadable source, bad define name,
+  /// NVRTC error) gives ok = false, error = FailureKind::compile and the reason in `log`.
+  CompiledVariant compile(const CompileRequest& req) const;
+
+  /// The NVRTC options for `req`: -arch, -std=c++17, -I<cuda include>, -I<template dir>,
+  /// --ptxas-options=-v, -DNAME=VALUE per define (sorted), then the extra options.
+  std::vector<std::string> nvrtc_options(const CompileRequest& req) const;
+
+  /// XXH3-128 (32 hex chars) of: source text, every local include (name and text), sorted defines, the
+  /// options other than -I paths (includes count by content, not location), arch, kernel name and NVRTC
+  /// version. Throws std::invalid_argument when the source cannot be read.
+  std::string content_hash(const CompileRequest& req) const;
+
+  const CompilerOptions& options() const { return options_; }
+  const std::string& cache_dir() const { return options_.cache_dir; }
+
+ private:
+  CompilerOptions options_;
+};
+
+/// N threads compiling ahead while the GPU is busy. Destruction drops requests not yet started (their
+/// futures throw std::future_error broken_promise) and waits for those running.
+class CompilePool {
+ public:
+  CompilePool(const Compiler& compiler, unsigned threads);
+  ~CompilePool();
+  CompilePool(const CompilePool&) = delete;
+  CompilePool& operator=(const CompilePool&) = delete;
+
+  std::future<CompiledVariant> submit(CompileRequest req);
+  unsigned threads() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace attn

@@ -1,0 +1,135 @@
+#include "gpu/evaluate.hpp"
+
+#include <chrono>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "gpu/driver_api.hpp"
+#include "workload/roofline.hpp"
+
+namespace attn {
+
+FailureKind classify_cuda_error(const CudaError& e) {
+  if (e.sticky()) return FailureKind::fault;
+  if (e.resource_limit()) return FailureKind::device_limit;
+  switch (e.result()) {
+    case CUDA_ERROR_NOT_FOUND:
+    case CUDA_ERROR_INVALID_IMAGE:
+    case CUDA_ERROR_NO_BINARY_FOR_GPU:
+    case CUDA_ERROR_INVALID_PTX:
+    case CUDA_ERROR_UNSUPPORTED_PTX_VERSION:
+    case CUDA_ERROR_INVALID_SOURCE:
+    case CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND:
+      return FailureKind::compile;
+    default:
+      return FailureKind::fault;
+  }
+}
+
+Evaluator::Evaluator(const Context& ctx) : ctx_(ctx), flusher_(ctx.info()) {}
+
+EvalResult Evaluator::evaluate(const std::vector<char>& cubin, const std::string& kernel,
+                               const std::vector<const DeviceCase*>& cases, const EvalOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  EvalResult r;
+  auto finish = [&](FailureKind status, std::string message) -> EvalResult {
+    r.status = status;
+    r.message = std::move(message);
+    r.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return std::move(r);
+  };
+  for (const DeviceCase* c : cases) {
+    CaseResult cr;
+    cr.case_id = c->spec.case_id;
+    cr.family = c->spec.family;
+    cr.passed = true;
+    r.cases.push_back(cr);
+  }
+
+  std::string stage = "loading the cubin";
+  try {
+    Module module(cubin);
+    AttnKernel k;
+    try {
+      k = load_attn_kernel(module, kernel);
+    } catch (const std::invalid_argument& e) {
+      return finish(FailureKind::compile, e.what());
+    }
+    r.launch = k.info;
+    for (const DeviceCase* c : cases)
+      if (c->spec.t_max % k.info.block_m != 0)
+        return finish(FailureKind::compile, fmt::format("BLOCK_M {} does not divide t_max {} of case {}",
+                                                        k.info.block_m, c->spec.t_max, c->spec.case_id));
+
+    bool all_passed = true;
+    if (options.validate) {
+      for (std::size_t i = 0; i < cases.size(); ++i) {
+        const DeviceCase& c = *cases[i];
+        stage = "validating case " + c.spec.case_id;
+        // Poison: 0xFFFF is a bf16 NaN, 0xFFFFFFFF an fp32 NaN, so unwritten elements fail validation.
+        check(cu::api().cuMemsetD8Async(c.o.ptr(), 0xFF, c.o.bytes(), stream_.get()), "cuMemsetD8Async");
+        check(cu::api().cuMemsetD8Async(c.lse.ptr(), 0xFF, c.lse.bytes(), stream_.get()), "cuMemsetD8Async");
+        launch_attn(k, c.args(), stream_.get());
+        stream_.synchronize();
+        const auto o = c.o.to_vector<bf16_bits>(c.qkv_elems());
+        const auto lse = c.lse.to_vector<float>(c.lse_elems());
+        const ValidationResult v = validate_outputs(o, lse, c.ref_o, c.ref_lse, options.tolerances);
+        CaseResult& cr = r.cases[i];
+        cr.validated = true;
+        cr.passed = v.passed;
+        cr.o_max_abs_diff = v.o_max_abs_diff;
+        cr.lse_max_abs_diff = v.lse_max_abs_diff;
+        all_passed = all_passed && v.passed;
+      }
+    }
+    if (!all_passed) {
+      int failed = 0;
+      std::string first;
+      for (const auto& cr : r.cases)
+        if (!cr.passed && failed++ == 0)
+          first = fmt::format("{} (o diff {:.3g}, lse diff {:.3g})", cr.case_id, cr.o_max_abs_diff, cr.lse_max_abs_diff);
+      return finish(FailureKind::wrong_result,
+                    fmt::format("{} of {} cases outside the tolerances, first: {}", failed, cases.size(), first));
+    }
+
+    if (options.time) {
+      SpreadCriterion criterion(options.timing);
+      std::vector<Family> fams;
+      std::vector<double> lat;
+      for (std::size_t i = 0; i < cases.size(); ++i) {
+        const DeviceCase& c = *cases[i];
+        stage = "timing case " + c.spec.case_id;
+        const AttnArgs args = c.args();
+        const TimingResult t = time_cold([&](CUstream s) { launch_attn(k, args, s); }, stream_, flusher_,
+                                         options.timing, criterion, ctx_.info().pci_bus_id);
+        CaseResult& cr = r.cases[i];
+        cr.timed = true;
+        cr.median_ms = t.median_ms;
+        cr.spread = t.spread;
+        cr.samples = t.samples;
+        cr.sm_clock_mhz = t.sm_clock_mhz;
+        fams.push_back(c.spec.family);
+        lat.push_back(t.median_ms);
+      }
+      if (!lat.empty()) {
+        try {
+          const SuiteScore s = suite_score(fams, lat);
+          r.score_ms = s.geomean;
+          r.family_median_ms = s.family_median;
+        } catch (const std::invalid_argument&) {
+          // a zero latency (empty kernel below event resolution): no score
+        }
+      }
+    }
+    stage = "finishing";
+    stream_.synchronize();
+  } catch (const CudaError& e) {
+    return finish(classify_cuda_error(e), fmt::format("{} while {}", e.what(), stage));
+  } catch (const std::invalid_argument& e) {
+    return finish(FailureKind::compile, fmt::format("{} while {}", e.what(), stage));
+  }
+  return finish(FailureKind::none, "ok");
+}
+
+}  // namespace attn

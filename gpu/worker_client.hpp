@@ -1,0 +1,79 @@
+// The daemon's side of the worker: starts `attn-tuner worker` (Boost.Process), sends one request line and
+// reads one response line under a deadline. A watchdog thread SIGKILLs the worker's process group when the
+// deadline passes (-> FailureKind::hang); EOF or exit without a response -> worker_died (or fault when the
+// worker said so); garbage on its stdout -> worker_died with the offending text. Nothing a worker does
+// makes this class throw: every outcome is a ReplyStatus.
+#pragma once
+#include <sys/types.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gpu/worker_protocol.hpp"
+
+namespace attn {
+
+/// The program and arguments that start a worker.
+struct WorkerCommand {
+  std::string exe;
+  std::vector<std::string> args;
+};
+
+/// This executable (/proc/self/exe) with `worker --device N`, plus `extra` arguments.
+WorkerCommand default_worker_command(int device = 0, const std::vector<std::string>& extra = {});
+
+/// A response: its status and the whole JSON body (empty object when the worker gave none).
+struct WorkerReply {
+  ReplyStatus status;
+  nlohmann::json body = nlohmann::json::object();
+};
+
+/// One worker process at a time. Not thread-safe: use from one thread. Construction ignores SIGPIPE for
+/// the whole process (a write to a dead worker must fail, not kill the daemon).
+class WorkerClient {
+ public:
+  explicit WorkerClient(WorkerCommand command);
+  /// Sends quit, waits up to 2 s, then kills the worker's process group.
+  ~WorkerClient();
+  WorkerClient(const WorkerClient&) = delete;
+  WorkerClient& operator=(const WorkerClient&) = delete;
+
+  /// Starts the worker when none was started yet (or after restart()); a worker that died stays dead
+  /// (worker_died) until restart(). Sends `request` as one line and waits for one line until `deadline`.
+  WorkerReply request(const nlohmann::json& request, std::chrono::milliseconds deadline);
+
+  HelloResponse hello(std::chrono::milliseconds deadline);
+  PrepareResponse prepare(const std::vector<CaseSpec>& cases, std::chrono::milliseconds deadline);
+  EvalResponse eval(const EvalRequest& request, std::chrono::milliseconds deadline);
+
+  /// Kills the current worker (if any); the next request starts a fresh one, which knows no cases:
+  /// the caller prepares again.
+  void restart();
+  /// True while a started worker has not died or been killed.
+  bool alive() const;
+  /// The worker's pid, 0 when none runs.
+  pid_t pid() const;
+  /// Workers started so far.
+  int starts() const { return starts_; }
+  /// How the last worker ended ("exited with code 3", "killed by signal 9"), empty while it runs.
+  const std::string& last_exit() const { return last_exit_; }
+
+ private:
+  struct Proc;
+  WorkerCommand command_;
+  std::unique_ptr<Proc> proc_;
+  bool dead_ = false;
+  int starts_ = 0;
+  std::string last_exit_;
+
+  ReplyStatus start();
+  /// Waits up to `grace` for the worker to exit, then SIGKILLs its process group; records last_exit_.
+  void reap(std::chrono::milliseconds grace);
+  void kill_group();
+};
+
+}  // namespace attn

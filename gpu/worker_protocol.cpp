@@ -1,0 +1,273 @@
+#include "gpu/worker_protocol.hpp"
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace attn {
+namespace {
+using nlohmann::json;
+
+// Non-finite doubles are not JSON numbers: write them as "inf", "-inf", "nan".
+json num(double v) {
+  if (std::isfinite(v)) return v;
+  if (std::isnan(v)) return "nan";
+  return v > 0 ? "inf" : "-inf";
+}
+
+double get_num(const json& j, const char* key) {
+  if (!j.contains(key)) throw std::invalid_argument(fmt::format("missing field '{}'", key));
+  const json& v = j.at(key);
+  if (v.is_number()) return v.get<double>();
+  if (v.is_null()) return std::numeric_limits<double>::quiet_NaN();
+  if (v.is_string()) {
+    const auto s = v.get<std::string>();
+    if (s == "inf") return std::numeric_limits<double>::infinity();
+    if (s == "-inf") return -std::numeric_limits<double>::infinity();
+    if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
+  }
+  throw std::invalid_argument(fmt::format("field '{}' is not a number: {}", key, v.dump()));
+}
+
+template <class T>
+T get(const json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key)) throw std::invalid_argument(fmt::format("missing field '{}'", key));
+  try {
+    return j.at(key).get<T>();
+  } catch (const json::exception& e) {
+    throw std::invalid_argument(fmt::format("field '{}' has the wrong type: {}", key, j.at(key).dump()));
+  }
+}
+
+template <class T>
+T get_or(const json& j, const char* key, T fallback) {
+  if (!j.contains(key)) return fallback;
+  return get<T>(j, key);
+}
+
+}  // namespace
+
+std::string ReplyStatus::name() const {
+  if (rejected) return "rejected";
+  if (failure == FailureKind::none) return "ok";
+  return to_string(failure);
+}
+
+void put_status(json& j, const ReplyStatus& s) {
+  j["status"] = s.name();
+  j["message"] = s.message;
+}
+
+ReplyStatus reply_status_from_json(const json& j) {
+  if (!j.is_object()) throw std::invalid_argument("response is not a JSON object");
+  const auto name = get<std::string>(j, "status");
+  ReplyStatus s;
+  s.message = get_or<std::string>(j, "message", "");
+  if (name == "ok") return s;
+  if (name == "rejected") {
+    s.rejected = true;
+    return s;
+  }
+  const auto kind = failure_kind_from_string(name);
+  if (!kind || *kind == FailureKind::none) throw std::invalid_argument("unknown response status '" + name + "'");
+  s.failure = *kind;
+  return s;
+}
+
+// ---- hello ----
+json to_json(const HelloResponse& m) {
+  json j = {{"gpu_name", m.gpu_name},
+            {"pci_bus_id", m.pci_bus_id},
+            {"driver_version", m.driver_version},
+            {"cc_major", m.cc_major},
+            {"cc_minor", m.cc_minor},
+            {"sm_count", m.sm_count},
+            {"l2_bytes", m.l2_bytes},
+            {"max_smem_per_block_optin", m.max_smem_per_block_optin},
+            {"sm_clock_mhz", m.sm_clock_mhz},
+            {"nvrtc_version", m.nvrtc_version},
+            {"pid", m.pid}};
+  put_status(j, m.status);
+  return j;
+}
+
+HelloResponse hello_response_from_json(const json& j) {
+  HelloResponse m;
+  m.status = reply_status_from_json(j);
+  if (!m.status.ok()) return m;
+  m.gpu_name = get<std::string>(j, "gpu_name");
+  m.pci_bus_id = get<std::string>(j, "pci_bus_id");
+  m.driver_version = get<int>(j, "driver_version");
+  m.cc_major = get<int>(j, "cc_major");
+  m.cc_minor = get<int>(j, "cc_minor");
+  m.sm_count = get<int>(j, "sm_count");
+  m.l2_bytes = get<std::int64_t>(j, "l2_bytes");
+  m.max_smem_per_block_optin = get<int>(j, "max_smem_per_block_optin");
+  m.sm_clock_mhz = get<unsigned>(j, "sm_clock_mhz");
+  m.nvrtc_version = get<std::string>(j, "nvrtc_version");
+  m.pid = get<int>(j, "pid");
+  return m;
+}
+
+// ---- prepare ----
+json to_json(const PrepareRequest& m) {
+  json cases = json::array();
+  for (const auto& c : m.cases) cases.push_back(case_to_json(c));
+  return {{"cmd", "prepare"}, {"cases", cases}};
+}
+
+PrepareRequest prepare_request_from_json(const json& j) {
+  if (!j.contains("cases") || !j.at("cases").is_array())
+    throw std::invalid_argument("prepare needs \"cases\": a list of CaseSpec objects");
+  PrepareRequest m;
+  for (const auto& c : j.at("cases")) m.cases.push_back(case_from_json(c));
+  return m;
+}
+
+json to_json(const PrepareResponse& m) {
+  json j = {{"cases", m.cases}, {"built", m.built}, {"ms", num(m.ms)}};
+  put_status(j, m.status);
+  return j;
+}
+
+PrepareResponse prepare_response_from_json(const json& j) {
+  PrepareResponse m;
+  m.status = reply_status_from_json(j);
+  if (!m.status.ok()) return m;
+  m.cases = get<int>(j, "cases");
+  m.built = get<int>(j, "built");
+  m.ms = get_num(j, "ms");
+  return m;
+}
+
+// ---- timing, case results ----
+json to_json(const TimingParams& t) {
+  return {{"warmup", t.warmup},           {"min_samples", t.min_samples},
+          {"max_samples", t.max_samples}, {"max_seconds", t.max_seconds},
+          {"target_spread", t.target_spread}};
+}
+
+TimingParams timing_params_from_json(const json& j) {
+  if (!j.is_object()) throw std::invalid_argument("\"timing\" must be an object");
+  TimingParams t;
+  t.warmup = get_or<int>(j, "warmup", t.warmup);
+  t.min_samples = get_or<int>(j, "min_samples", t.min_samples);
+  t.max_samples = get_or<int>(j, "max_samples", t.max_samples);
+  t.max_seconds = get_or<double>(j, "max_seconds", t.max_seconds);
+  t.target_spread = get_or<double>(j, "target_spread", t.target_spread);
+  return t;
+}
+
+json to_json(const CaseResult& c) {
+  return {{"case_id", c.case_id},
+          {"family", family_name(c.family)},
+          {"median_ms", num(c.median_ms)},
+          {"spread", num(c.spread)},
+          {"samples", c.samples},
+          {"sm_clock_mhz", c.sm_clock_mhz},
+          {"o_max_abs_diff", num(c.o_max_abs_diff)},
+          {"lse_max_abs_diff", num(c.lse_max_abs_diff)},
+          {"passed", c.passed},
+          {"validated", c.validated},
+          {"timed", c.timed}};
+}
+
+CaseResult case_result_from_json(const json& j) {
+  CaseResult c;
+  c.case_id = get<std::string>(j, "case_id");
+  c.family = parse_family(get<std::string>(j, "family"));
+  c.median_ms = get_num(j, "median_ms");
+  c.spread = get_num(j, "spread");
+  c.samples = get<int>(j, "samples");
+  c.sm_clock_mhz = get<unsigned>(j, "sm_clock_mhz");
+  c.o_max_abs_diff = get_num(j, "o_max_abs_diff");
+  c.lse_max_abs_diff = get_num(j, "lse_max_abs_diff");
+  c.passed = get<bool>(j, "passed");
+  c.validated = get<bool>(j, "validated");
+  c.timed = get<bool>(j, "timed");
+  return c;
+}
+
+// ---- eval ----
+json to_json(const EvalRequest& m) {
+  return {{"cmd", "eval"},
+          {"cubin", m.cubin_path},
+          {"kernel", m.kernel},
+          {"timing", to_json(m.timing)},
+          {"validate", m.validate},
+          {"time", m.time}};
+}
+
+EvalRequest eval_request_from_json(const json& j) {
+  EvalRequest m;
+  m.cubin_path = get<std::string>(j, "cubin");
+  m.kernel = get<std::string>(j, "kernel");
+  if (j.contains("timing")) m.timing = timing_params_from_json(j.at("timing"));
+  m.validate = get_or<bool>(j, "validate", true);
+  m.time = get_or<bool>(j, "time", true);
+  return m;
+}
+
+json to_json(const EvalResponse& m) {
+  json cases = json::array();
+  for (const auto& c : m.cases) cases.push_back(to_json(c));
+  json fam = json::object();
+  for (const auto& [f, v] : m.family_median_ms) fam[family_name(f)] = num(v);
+  json j = {{"launch",
+             {{"threads", m.launch.threads},
+              {"smem_bytes", m.launch.smem_bytes},
+              {"block_m", m.launch.block_m},
+              {"grid_mode", m.launch.grid_mode}}},
+            {"cases", cases},
+            {"score_ms", num(m.score_ms)},
+            {"family_median_ms", fam},
+            {"wall_ms", num(m.wall_ms)}};
+  put_status(j, m.status);
+  return j;
+}
+
+EvalResponse eval_response_from_json(const json& j) {
+  EvalResponse m;
+  m.status = reply_status_from_json(j);
+  if (m.status.rejected) return m;
+  if (j.contains("launch")) {
+    const json& l = j.at("launch");
+    m.launch = {get<int>(l, "threads"), get<int>(l, "smem_bytes"), get<int>(l, "block_m"), get<int>(l, "grid_mode")};
+  }
+  if (j.contains("cases")) {
+    if (!j.at("cases").is_array()) throw std::invalid_argument("field 'cases' is not a list");
+    for (const auto& c : j.at("cases")) m.cases.push_back(case_result_from_json(c));
+  }
+  m.score_ms = j.contains("score_ms") ? get_num(j, "score_ms") : std::numeric_limits<double>::quiet_NaN();
+  if (j.contains("family_median_ms"))
+    for (const auto& [name, v] : j.at("family_median_ms").items()) {
+      json one = {{"v", v}};
+      m.family_median_ms[parse_family(name)] = get_num(one, "v");
+    }
+  m.wall_ms = j.contains("wall_ms") ? get_num(j, "wall_ms") : 0;
+  return m;
+}
+
+EvalResponse to_eval_response(const EvalResult& r) {
+  EvalResponse m;
+  m.status.failure = r.status;
+  m.status.message = r.message;
+  m.launch = r.launch;
+  m.cases = r.cases;
+  m.score_ms = r.score_ms;
+  m.family_median_ms = r.family_median_ms;
+  m.wall_ms = r.wall_ms;
+  return m;
+}
+
+std::string request_command(const json& j) {
+  if (!j.is_object()) throw std::invalid_argument("request is not a JSON object");
+  const auto cmd = get<std::string>(j, "cmd");
+  if (cmd != "hello" && cmd != "prepare" && cmd != "eval" && cmd != "quit")
+    throw std::invalid_argument("unknown cmd '" + cmd + "' (expected hello, prepare, eval or quit)");
+  return cmd;
+}
+
+}  // namespace attn

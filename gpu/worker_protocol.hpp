@@ -1,0 +1,107 @@
+// Messages between the daemon (WorkerClient) and `attn-tuner worker`: one JSON object per line, one
+// response per request. Every response carries "status": "ok", "rejected" (the worker understood the line
+// but refused the request: bad JSON, unknown command, missing file, no prepared suite; it keeps running)
+// or a FailureKind name (fault: the worker exits after this response), and "message".
+// docs/gpu.md lists every field.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gpu/evaluate.hpp"
+#include "gpu/failure.hpp"
+#include "gpu/timing.hpp"
+#include "workload/case_spec.hpp"
+
+namespace attn {
+
+/// The outcome part of every response.
+struct ReplyStatus {
+  FailureKind failure = FailureKind::none;
+  bool rejected = false;
+  std::string message;
+  bool ok() const { return failure == FailureKind::none && !rejected; }
+  /// "ok", "rejected" or to_string(failure).
+  std::string name() const;
+  bool operator==(const ReplyStatus&) const = default;
+};
+/// Reads "status" and "message"; throws std::invalid_argument when "status" is missing or unknown.
+ReplyStatus reply_status_from_json(const nlohmann::json& j);
+void put_status(nlohmann::json& j, const ReplyStatus& s);
+
+// ---- hello ----
+/// {"cmd":"hello"} -> the device the worker runs on.
+struct HelloResponse {
+  ReplyStatus status;
+  std::string gpu_name;
+  std::string pci_bus_id;
+  int driver_version = 0;
+  int cc_major = 0, cc_minor = 0;
+  int sm_count = 0;
+  std::int64_t l2_bytes = 0;
+  int max_smem_per_block_optin = 0;
+  unsigned sm_clock_mhz = 0;
+  std::string nvrtc_version;
+  int pid = 0;
+  bool operator==(const HelloResponse&) const = default;
+};
+nlohmann::json to_json(const HelloResponse& m);
+HelloResponse hello_response_from_json(const nlohmann::json& j);
+
+// ---- prepare ----
+/// {"cmd":"prepare","cases":[CaseSpec...]}: builds (or finds cached) every case; they become the suite
+/// that later evals run on, in this order.
+struct PrepareRequest {
+  std::vector<CaseSpec> cases;
+  bool operator==(const PrepareRequest&) const = default;
+};
+struct PrepareResponse {
+  ReplyStatus status;
+  int cases = 0;      ///< in the suite now
+  int built = 0;      ///< newly built by this request (the rest were cached)
+  double ms = 0;      ///< wall time of the request
+  bool operator==(const PrepareResponse&) const = default;
+};
+nlohmann::json to_json(const PrepareRequest& m);
+PrepareRequest prepare_request_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const PrepareResponse& m);
+PrepareResponse prepare_response_from_json(const nlohmann::json& j);
+
+// ---- eval ----
+/// {"cmd":"eval","cubin":path,"kernel":name,"timing":{...},"validate":true,"time":true}
+struct EvalRequest {
+  std::string cubin_path;
+  std::string kernel;
+  TimingParams timing;
+  bool validate = true;
+  bool time = true;
+  bool operator==(const EvalRequest&) const = default;
+};
+/// status: ok | wrong_result | device_limit | compile | fault (| rejected); the rest as EvalResult.
+struct EvalResponse {
+  ReplyStatus status;
+  LaunchInfo launch;
+  std::vector<CaseResult> cases;
+  double score_ms = 0;  ///< NaN (JSON null) when nothing was timed
+  std::map<Family, double> family_median_ms;
+  double wall_ms = 0;
+};
+nlohmann::json to_json(const EvalRequest& m);
+EvalRequest eval_request_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const EvalResponse& m);
+EvalResponse eval_response_from_json(const nlohmann::json& j);
+EvalResponse to_eval_response(const EvalResult& r);
+
+nlohmann::json to_json(const TimingParams& t);
+/// Missing fields keep their defaults; throws std::invalid_argument on a mistyped field.
+TimingParams timing_params_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const CaseResult& c);
+CaseResult case_result_from_json(const nlohmann::json& j);
+
+/// The "cmd" of a request; throws std::invalid_argument when absent or not one of hello, prepare, eval,
+/// quit.
+std::string request_command(const nlohmann::json& j);
+
+}  // namespace attn

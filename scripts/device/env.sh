@@ -1,0 +1,9 @@
+# Sourced on the GPU machine from the repo root: makes the carried bundle look like a local build at the
+# paths compiled into it (the source tree at /work/main, the build at /work/main/build-lead or $BUILD_NAME).
+here=$(pwd)
+mkdir -p /work
+[[ -e /work/main ]] || ln -s "$here" /work/main
+ln -sfn "$here/.device_bundle/bin" "/work/main/${BUILD_NAME:-build-lead}"
+export LD_LIBRARY_PATH="$here/.device_bundle/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export PATH="$here/.device_bundle/bin:$PATH"
+export ATTN_TUNER_CACHE=/tmp/attn-tuner-cache

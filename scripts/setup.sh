@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what is missing (Debian/Ubuntu packages; the CUDA 13 toolkit is expected at /usr/local/cuda)
+# and configures + builds attn-tuner into build/ (or $BUILD_DIR). Safe to run again: it only does
+# what is missing.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD_DIR:-$root/build}
+packages=(cmake g++ make pkg-config python3 libsqlite3-dev sqlite3 nlohmann-json3-dev libcli11-dev libfmt-dev
+          libspdlog-dev libboost-dev libboost-filesystem-dev libgtest-dev libmuparser-dev libxxhash-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo=""; [[ $(id -u) -ne 0 ]] && sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+fi
+if [[ ! -f /usr/local/cuda/include/nvrtc.h ]]; then
+  echo "setup: the CUDA 13 toolkit (NVRTC, driver API headers) must be installed at /usr/local/cuda" >&2
+  exit 1
+fi
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$build" -j"$(nproc)"

@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""A stand-in for `attn-tuner worker` in the daemon's CPU tests: it speaks the worker protocol (JSON lines,
+docs/gpu.md) and plays a GPU for tests/data/fake_templates/fake.cu. It reads the config from the cubin's
+fake_cfg_A<A>_B<B>_F<F> symbol. Score: 0.1 + 0.01 * ((A - 4)^2 + (B - 2)^2) ms, for every case; a re-timing
+of a config returns the same score. Faults by F: 1 hang (sleeps), 2 fault (says so, exits 3), 3 wrong result,
+4 dies without answering. FAKE_WORKER_LOG, if set, gets one line per eval ("A B F"); FAKE_WORKER_DELAY
+(seconds) slows every eval down.
+"""
+import json
+import os
+import re
+import sys
+import time
+
+FAMILIES = ["sliding_window", "sliding_window_global", "sliding_window_retrieval"]
+
+
+def reply(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def main():
+    cases = []
+    for line in sys.stdin:
+        req = json.loads(line)
+        cmd = req.get("cmd")
+        if cmd == "hello":
+            reply({"status": "ok", "message": "", "gpu_name": "FakeGPU", "pci_bus_id": "0000:00:00.0",
+                   "driver_version": 13000, "cc_major": 9, "cc_minor": 0, "sm_count": 132,
+                   "l2_bytes": 50 << 20, "max_smem_per_block_optin": 232448, "sm_clock_mhz": 1980,
+                   "nvrtc_version": "13.0", "pid": os.getpid()})
+        elif cmd == "prepare":
+            cases = req["cases"]
+            reply({"status": "ok", "message": "", "cases": len(cases), "built": len(cases), "ms": 1.0})
+        elif cmd == "eval":
+            data = open(req["cubin"], "rb").read()
+            m = re.search(rb"fake_cfg_A(\d+)_B(\d+)_F(\d+)", data)
+            a, b, f = (int(x) for x in m.groups())
+            if os.environ.get("FAKE_WORKER_LOG"):
+                with open(os.environ["FAKE_WORKER_LOG"], "a") as log:
+                    log.write(f"{a} {b} {f}\n")
+            time.sleep(float(os.environ.get("FAKE_WORKER_DELAY", "0")))
+            if f == 1:
+                time.sleep(3600)
+            if f == 2:
+                reply({"status": "fault", "message": "CUDA_ERROR_ILLEGAL_ADDRESS (fake)"})
+                sys.exit(3)
+            if f == 4:
+                sys.exit(1)
+            score = 0.1 + 0.01 * ((a - 4) ** 2 + (b - 2) ** 2)
+            wrong = f == 3
+            out = []
+            for c in cases:
+                out.append({"case_id": c["case_id"], "family": c["family"], "median_ms": 0.0 if wrong else score,
+                            "spread": 0.001, "samples": 0 if wrong else 20, "sm_clock_mhz": 1980,
+                            "o_max_abs_diff": 0.5 if wrong else 0.004, "lse_max_abs_diff": 0.1 if wrong else 1e-6,
+                            "passed": not wrong, "validated": bool(req.get("validate", True)), "timed": not wrong})
+            fams = sorted({c["family"] for c in cases})
+            resp = {"status": "wrong_result" if wrong else "ok", "message": "",
+                    "launch": {"threads": 128, "smem_bytes": 0, "block_m": 128, "grid_mode": 0},
+                    "cases": out, "wall_ms": 5.0}
+            if not wrong:
+                resp["score_ms"] = score
+                resp["family_median_ms"] = {fam: score for fam in fams}
+            reply(resp)
+        elif cmd == "quit":
+            reply({"status": "ok", "message": ""})
+            return
+        else:
+            reply({"status": "rejected", "message": f"unknown command {cmd}"})
+
+
+if __name__ == "__main__":
+    main()

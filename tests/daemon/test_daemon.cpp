@@ -1,0 +1,213 @@
+// The daemon end to end on the CPU: the real binary, real NVRTC compiles of a test template, a real SQLite
+// DB and iters.tsv, and tests/daemon/fake_worker.py standing in for the GPU worker (it scores configs and
+// injects every fault kind: compile error, hang, fault, wrong result, dead worker).
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "daemon/supervise.hpp"
+#include "db/iters_tsv.hpp"
+#include "db/store.hpp"
+#include "tests/test_support.hpp"
+
+namespace attn {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Output {
+  int code = -1;
+  std::string text;
+};
+
+Output run(const std::string& args, const std::string& env = "") {
+  const std::string cmd = env + " '" + test::binary_path() + "' " + args + " 2>&1";
+  Output out;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.text.append(buf, n);
+  const int status = ::pclose(p);
+  out.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct Fixture {
+  std::string dir = test::temp_dir("daemon");
+  std::string db = dir + "/t.db", tsv = dir + "/iters.tsv";
+  std::string args(const std::string& extra = "", const std::string& strategy = "exhaustive") const {
+    const std::string src = fs::path(test::data_dir()).parent_path().parent_path().string();
+    return "run --db '" + db + "' --tsv '" + tsv + "' --suite smoke --templates '" + test::data_dir() +
+           "/fake_templates' --template fake --strategy " + strategy + " --worker-exe '" + src +
+           "/tests/daemon/fake_worker.py' --cache '" + dir + "/cache' --jobs 2 --watchdog-min 0.5 --watchdog-cap 2 " +
+           extra;
+  }
+  std::vector<IterationRecord> iterations() const {
+    auto d = ExperimentDb::open(db, ExperimentDb::Mode::read_only);
+    return d.iterations();
+  }
+  /// Waits until `n` iterations are finished (or `timeout`); returns how many there were.
+  std::size_t wait_finished(std::size_t n, double timeout_s) const {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    std::size_t done = 0;
+    while (std::chrono::steady_clock::now() < end) {
+      if (fs::exists(db)) {
+        try {
+          done = 0;
+          for (const auto& it : iterations()) done += is_finished(it.status) ? 1 : 0;
+          if (done >= n) return done;
+        } catch (const std::exception&) {  // the daemon is creating the schema
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return done;
+  }
+};
+
+constexpr std::size_t kFakeSpace = 33;  // fake.json: 18 healthy configs + 3 of each of 5 fault kinds
+
+TEST(Daemon, ExhaustiveRunSurvivesEveryFaultKindAndLosesNoRow) {
+  Fixture f;
+  const Output out = run(f.args());
+  ASSERT_EQ(out.code, 0) << out.text;
+  EXPECT_NE(out.text.find("search space exhausted"), std::string::npos) << out.text;
+
+  const auto its = f.iterations();
+  ASSERT_EQ(its.size(), kFakeSpace);
+  std::map<std::string, int> kinds;
+  std::set<std::string> params;
+  for (const auto& it : its) {
+    EXPECT_TRUE(is_finished(it.status)) << it.iter;
+    kinds[to_string(it.failure_kind)]++;
+    EXPECT_TRUE(params.insert(it.params).second) << "config evaluated twice: " << it.params;
+    EXPECT_FALSE(it.description.empty());
+  }
+  for (const char* k : {"compile", "hang", "fault", "wrong_result", "worker_died"}) EXPECT_EQ(kinds[k], 3) << k;
+  EXPECT_EQ(kinds["none"], 18);
+  const int injected = 15, survived = int(kinds["compile"] + kinds["hang"] + kinds["fault"] + kinds["wrong_result"] +
+                                          kinds["worker_died"]);
+  RecordProperty("faults_injected", injected);
+  RecordProperty("faults_survived", survived);
+  RecordProperty("rows_lost", int(kFakeSpace) - int(its.size()));
+
+  auto db = ExperimentDb::open(f.db, ExperimentDb::Mode::read_only);
+  const auto champ = db.champion("smoke", ChampionScope::overall);
+  ASSERT_TRUE(champ);
+  EXPECT_EQ(db.iteration(champ->iteration_id)->params, "A=4,B=2,F=0");
+  EXPECT_NEAR(champ->score_ms, 0.1, 1e-9);
+  EXPECT_EQ(read_file(f.tsv), render_all(its));  // iters.tsv is exactly the DB's rendering
+  const auto runs = db.runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].status, RunStatus::finished);
+  EXPECT_EQ(runs[0].gpu_name, "FakeGPU");
+}
+
+TEST(Daemon, KilledDaemonResumesWithoutLosingOrDuplicatingAnIteration) {
+  Fixture f;
+  const Output bg = run(f.args("--detach"), "FAKE_WORKER_DELAY=0.15");
+  ASSERT_EQ(bg.code, 0) << bg.text;
+  ASSERT_GE(f.wait_finished(6, 60), 6u);
+  const auto pid = running_daemon(f.db);
+  ASSERT_TRUE(pid);
+  ASSERT_EQ(::kill(*pid, SIGKILL), 0);
+  for (int i = 0; i < 100 && ::kill(*pid, 0) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const std::size_t before = f.iterations().size();
+
+  const Output again = run(f.args());
+  ASSERT_EQ(again.code, 0) << again.text;
+  EXPECT_NE(again.text.find("marked interrupted"), std::string::npos) << again.text;
+  const auto its = f.iterations();
+  std::set<std::string> evaluated;
+  int interrupted = 0;
+  for (const auto& it : its) {
+    ASSERT_TRUE(is_finished(it.status)) << "iteration " << it.iter << " left running";
+    if (it.status == IterationStatus::interrupted) {
+      ++interrupted;
+      continue;
+    }
+    EXPECT_TRUE(evaluated.insert(it.params).second) << "config evaluated twice: " << it.params;
+  }
+  EXPECT_EQ(evaluated.size(), kFakeSpace);                    // nothing lost
+  EXPECT_LE(interrupted, 1);                                   // at most the one in flight
+  EXPECT_GE(its.size(), before);                               // nothing logged before the kill vanished
+  EXPECT_EQ(read_file(f.tsv), render_all(its));
+  auto db = ExperimentDb::open(f.db, ExperimentDb::Mode::read_only);
+  const auto runs = db.runs();
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].status, RunStatus::interrupted);
+  EXPECT_EQ(runs[1].status, RunStatus::finished);
+}
+
+TEST(Daemon, StopFinishesTheIterationInFlightAndStatusReportsIt) {
+  Fixture f;
+  ASSERT_EQ(run(f.args("--detach"), "FAKE_WORKER_DELAY=0.3").code, 0);
+  ASSERT_GE(f.wait_finished(2, 60), 2u);
+  const Output st = run("status --db '" + f.db + "'");
+  EXPECT_EQ(st.code, 0) << st.text;
+  EXPECT_NE(st.text.find("(running)"), std::string::npos) << st.text;
+  EXPECT_NE(st.text.find("champion: iter"), std::string::npos) << st.text;
+  const Output stop = run("stop --db '" + f.db + "'");
+  ASSERT_EQ(stop.code, 0) << stop.text;
+  const auto its = f.iterations();
+  for (const auto& it : its) EXPECT_NE(it.status, IterationStatus::running);
+  for (const auto& it : its) EXPECT_NE(it.status, IterationStatus::interrupted);  // finished, not abandoned
+  auto db = ExperimentDb::open(f.db, ExperimentDb::Mode::read_only);
+  EXPECT_EQ(db.runs().back().status, RunStatus::stopped);
+  EXPECT_EQ(db.runs().back().stop_reason, "stopped on request");
+  EXPECT_LT(its.size(), kFakeSpace);
+  EXPECT_FALSE(running_daemon(f.db));
+}
+
+TEST(Daemon, BadInputIsAClearErrorAndWritesNothing) {
+  Fixture f;
+  Output o = run(f.args("", "annealing"));
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.text.find("unknown 'annealing'"), std::string::npos) << o.text;
+  o = run(f.args("--manifest /nonexistent/m.json"));
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.text.find("no such file"), std::string::npos) << o.text;
+  o = run(f.args("--budget 8x"));
+  EXPECT_EQ(o.code, 2);
+  EXPECT_FALSE(fs::exists(f.db));
+  { std::ofstream(f.db) << "not a database\n"; }
+  o = run(f.args());
+  EXPECT_NE(o.code, 0);
+  EXPECT_NE(o.text.find(f.db), std::string::npos) << o.text;
+  EXPECT_EQ(read_file(f.db), "not a database\n");
+  o = run("stop --db '" + f.dir + "/none.db'");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.text.find("no daemon is running"), std::string::npos) << o.text;
+}
+
+TEST(Daemon, LocalSearchFindsTheOptimumAndNeverRepeats) {
+  Fixture f;
+  const Output out = run(f.args("--iterations 20", "local"));
+  ASSERT_EQ(out.code, 0) << out.text;
+  const auto its = f.iterations();
+  ASSERT_EQ(its.size(), 20u);
+  std::set<std::string> params;
+  for (const auto& it : its) EXPECT_TRUE(params.insert(it.params).second) << it.params;
+  auto db = ExperimentDb::open(f.db, ExperimentDb::Mode::read_only);
+  EXPECT_EQ(db.iteration(db.champion("smoke", ChampionScope::overall)->iteration_id)->params, "A=4,B=2,F=0");
+}
+
+}  // namespace
+}  // namespace attn

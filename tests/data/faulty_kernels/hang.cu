@@ -1,0 +1,14 @@
+// Faulty on purpose: spins forever on a volatile flag nobody sets -> the client's deadline -> hang.
+#include <cuda_bf16.h>
+
+extern "C" __device__ int attn_launch_info[4] = {128, 0, 128, 0};
+extern "C" __device__ int attn_hang_flag = 0;
+
+extern "C" __global__ void block_sparse_attn_fwd(const __nv_bfloat16* q, const __nv_bfloat16* k,
+                                                 const __nv_bfloat16* v, const int* row_ptr, const int* col_idx,
+                                                 const int* seq_lens, __nv_bfloat16* o, float* lse, int batch_size,
+                                                 int num_heads, int t_max, int col_width) {
+  volatile int* flag = &attn_hang_flag;
+  while (*flag == 0) __nanosleep(1000);
+  lse[0] = 0.f;
+}

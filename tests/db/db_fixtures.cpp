@@ -1,0 +1,93 @@
+#include "tests/db/db_fixtures.hpp"
+
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+namespace attn::test {
+
+RunRecord sample_run(const std::string& suite) {
+  RunRecord r;
+  r.suite = suite;
+  r.suite_json = R"([{"case_id":"q0","family":"sliding_window","batch_size":1,"num_heads":8,"t_max":4096}])";
+  r.strategy = "random";
+  r.templates = {"fa2_mma", "wgmma_tma"};
+  r.gpu_name = "NVIDIA H200";
+  r.driver = "580.65";
+  r.sm_clock_mhz = 1980;
+  r.git_commit = "0123abcd";
+  r.host = "gpu-node-1";
+  return r;
+}
+
+VariantRecord sample_variant(std::int64_t block_n, std::int64_t warps, std::int64_t stages) {
+  VariantRecord v;
+  v.template_name = "fa2_mma";
+  // Deliberately unsorted keys: the DB canonicalises.
+  v.params_json = "{\"stages\":" + std::to_string(stages) + ",\"BLOCK_N\":" + std::to_string(block_n) +
+                  ",\"num_warps\":" + std::to_string(warps) + "}";
+  v.content_hash = "h-" + std::to_string(block_n) + "-" + std::to_string(warps) + "-" + std::to_string(stages);
+  v.compile_ok = true;
+  v.compile_ms = 151.5;
+  v.compile_log = "ptxas info: Used 128 registers";
+  v.registers = 96 + warps;
+  v.smem_bytes = block_n * 128 * 2 * stages;
+  v.spill_bytes = 0;
+  v.cubin_path = "runs/cubins/" + v.content_hash + ".cubin";
+  return v;
+}
+
+std::vector<CaseResultRecord> sample_cases(double scale) {
+  std::vector<CaseResultRecord> cases;
+  int i = 0;
+  for (Family f : kAllFamilies) {
+    CaseResultRecord c;
+    c.case_id = std::string(family_short_name(f)) + "-t4096";
+    c.family = f;
+    c.median_ms = 0.07 * scale * (1.0 + 0.1 * i);
+    c.spread = 0.004 + 0.001 * i;
+    c.samples = 20 + i;
+    c.sm_clock_mhz = 1980;
+    c.o_max_abs_diff = 0.0078;
+    c.lse_max_abs_diff = 1.4e-6;
+    c.passed = true;
+    cases.push_back(c);
+    ++i;
+  }
+  return cases;
+}
+
+std::int64_t add_scored_iteration(ExperimentDb& db, std::int64_t run_id, const VariantRecord& variant,
+                                  std::int64_t variant_id, double scale, IterationStatus status,
+                                  const std::string& description) {
+  IterationRecord it;
+  it.run_id = run_id;
+  it.suite = db.run(run_id)->suite;
+  it.template_name = variant.template_name;
+  it.params_json = variant.params_json;
+  it.description = "started";
+  it.iter = db.begin_iteration(it);
+  it.variant_id = variant_id;
+  it.status = status;
+  it.cases = sample_cases(scale);
+  it.window_ms = *it.cases[0].median_ms;
+  it.global_ms = *it.cases[1].median_ms;
+  it.retrieval_ms = *it.cases[2].median_ms;
+  it.geomean_ms = std::cbrt(*it.window_ms * *it.global_ms * *it.retrieval_ms);
+  it.delta_ms = *it.geomean_ms - 0.08;
+  it.description = description;
+  it.gpu_ms = 1234.5;
+  it.compile_ms = 151.5;
+  db.finish_iteration(it);
+  return it.iter;
+}
+
+}  // namespace attn::test
+
+namespace attn {
+void PrintTo(const CaseResultRecord& c, std::ostream* os) { *os << nlohmann::json(c).dump(); }
+void PrintTo(const IterationRecord& it, std::ostream* os) { *os << nlohmann::json(it).dump(); }
+void PrintTo(const VariantRecord& v, std::ostream* os) { *os << nlohmann::json(v).dump(); }
+void PrintTo(const RunRecord& r, std::ostream* os) { *os << nlohmann::json(r).dump(); }
+void PrintTo(const ChampionRecord& c, std::ostream* os) { *os << nlohmann::json(c).dump(); }
+}  // namespace attn

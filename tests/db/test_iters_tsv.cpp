@@ -1,0 +1,159 @@
+// iters.tsv: exact line format, append vs rebuild, atomic rewrite.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "db/iters_tsv.hpp"
+#include "db/store.hpp"
+#include "tests/db/db_fixtures.hpp"
+#include "tests/test_support.hpp"
+
+namespace attn {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+IterationRecord row(std::int64_t iter, IterationStatus status) {
+  IterationRecord it;
+  it.iter = iter;
+  it.status = status;
+  it.params = "BLOCK_N=64,num_warps=8,stages=2";
+  return it;
+}
+
+TEST(ItersTsv, HeaderIsExactlyTheSeedFormat) {
+  EXPECT_EQ(kItersTsvHeader,
+            "iter\tgeomean_ms\tdelta_ms\twindow_ms\tglobal_ms\tretrieval_ms\tstatus\tparams\tdescription");
+}
+
+TEST(ItersTsv, NumbersHaveFourDecimalsAndSignedDeltas) {
+  EXPECT_EQ(format_ms(0.07912), "0.0791");
+  EXPECT_EQ(format_ms(0.07916), "0.0792");
+  EXPECT_EQ(format_ms(1.5), "1.5000");
+  EXPECT_EQ(format_ms(12.34567), "12.3457");
+  EXPECT_EQ(format_ms(std::nullopt), "-");
+  EXPECT_EQ(format_delta_ms(-0.00213), "-0.0021");
+  EXPECT_EQ(format_delta_ms(0.0008), "+0.0008");
+  EXPECT_EQ(format_delta_ms(0.0), "+0.0000");
+  EXPECT_EQ(format_delta_ms(-0.00001), "+0.0000");  // no "-0.0000"
+  EXPECT_EQ(format_delta_ms(std::nullopt), "-");
+  EXPECT_EQ(tsv_text("a\tb\nc\r\nd"), "a b c  d");
+  EXPECT_EQ(tsv_text(""), "-");
+}
+
+TEST(ItersTsv, RenderRowKeepAndCrash) {
+  IterationRecord keep = row(12, IterationStatus::keep);
+  keep.geomean_ms = 0.07912;
+  keep.delta_ms = -0.00213;
+  keep.window_ms = 0.0702;
+  keep.global_ms = 0.08;
+  keep.retrieval_ms = 0.0901;
+  keep.description = "fp16 P.V\twith V\nconverted";
+  EXPECT_EQ(render_row(keep),
+            "12\t0.0791\t-0.0021\t0.0702\t0.0800\t0.0901\tkeep\tBLOCK_N=64,num_warps=8,stages=2\t"
+            "fp16 P.V with V converted");
+
+  IterationRecord crash = row(13, IterationStatus::crash);
+  crash.failure_kind = FailureKind::hang;
+  EXPECT_EQ(render_row(crash), "13\t-\t-\t-\t-\t-\tcrash\tBLOCK_N=64,num_warps=8,stages=2\t-");
+
+  IterationRecord slower = row(14, IterationStatus::discard);
+  slower.geomean_ms = 0.08;
+  slower.delta_ms = 0.0008;
+  EXPECT_EQ(render_row(slower), "14\t0.0800\t+0.0008\t-\t-\t-\tdiscard\tBLOCK_N=64,num_warps=8,stages=2\t-");
+
+  // Every line has exactly nine fields whatever the text holds.
+  for (const auto& r : {keep, crash, slower}) {
+    auto line = render_row(r);
+    EXPECT_EQ(std::count(line.begin(), line.end(), '\t'), 8) << line;
+    EXPECT_EQ(line.find('\n'), std::string::npos);
+  }
+  EXPECT_THROW(render_row(row(15, IterationStatus::running)), std::invalid_argument);
+}
+
+TEST(ItersTsv, AppendAndWriteAllGiveTheSameFileFromTheDb) {
+  auto dir = test::temp_dir("db-tsv");
+  auto db = ExperimentDb::open(dir + "/attn-tuner.db");
+  auto run = db.begin_run(test::sample_run("quick"));
+  const std::string appended = dir + "/appended.tsv", rebuilt = dir + "/iters.tsv";
+
+  // The daemon's way: append each iteration as it finishes.
+  double scale = 1.3;
+  for (int i = 0; i < 6; ++i) {
+    auto v = test::sample_variant(64 * (i + 1), i % 2 ? 4 : 8, 2);
+    auto vid = db.upsert_variant(v);
+    std::int64_t iter;
+    if (i == 3) {  // a crash with a multi-line reason
+      IterationRecord it;
+      it.run_id = run;
+      it.suite = "quick";
+      it.template_name = v.template_name;
+      it.params_json = v.params_json;
+      iter = db.begin_iteration(it);
+      it.iter = iter;
+      it.status = IterationStatus::crash;
+      it.failure_kind = FailureKind::fault;
+      it.description = "illegal address\tat\nline 2";
+      db.finish_iteration(it);
+    } else {
+      scale *= (i % 2 ? 1.05 : 0.93);
+      iter = test::add_scored_iteration(db, run, v, vid, scale, i % 2 ? IterationStatus::discard : IterationStatus::keep,
+                                        "step " + std::to_string(i));
+    }
+    append_row(appended, *db.iteration(iter));
+  }
+  // A running iteration is in the DB but not in the file.
+  IterationRecord open_it;
+  open_it.run_id = run;
+  open_it.suite = "quick";
+  open_it.template_name = "fa2_mma";
+  open_it.params_json = R"({"BLOCK_N":64})";
+  db.begin_iteration(open_it);
+
+  write_all(rebuilt, db.iterations());
+  const auto text = slurp(rebuilt);
+  EXPECT_EQ(text, slurp(appended));
+  EXPECT_EQ(text, render_all(db.iterations()));
+
+  std::vector<std::string> lines;
+  std::stringstream ss(text);
+  for (std::string l; std::getline(ss, l);) lines.push_back(l);
+  ASSERT_EQ(lines.size(), 7u);  // header + 6 finished
+  EXPECT_EQ(lines[0], kItersTsvHeader);
+  EXPECT_NE(lines[4].find("\tcrash\t"), std::string::npos);
+  EXPECT_NE(lines[4].find("illegal address at line 2"), std::string::npos);
+  for (const auto& l : lines) EXPECT_EQ(std::count(l.begin(), l.end(), '\t'), 8) << l;
+  // iter numbers increase down the file.
+  for (std::size_t i = 2; i < lines.size(); ++i) EXPECT_LT(std::stoll(lines[i - 1]), std::stoll(lines[i]));
+}
+
+TEST(ItersTsv, WriteAllReplacesAtomicallyAndAppendChecksTheHeader) {
+  auto dir = test::temp_dir("db-tsv");
+  const std::string path = dir + "/iters.tsv";
+  std::ofstream(path) << "stale content\n";
+  IterationRecord k = row(1, IterationStatus::keep);
+  k.geomean_ms = 0.5;
+  EXPECT_THROW(append_row(path, k), std::runtime_error);  // not an iters.tsv: untouched
+  EXPECT_EQ(slurp(path), "stale content\n");
+
+  write_all(path, {k});
+  EXPECT_EQ(slurp(path), std::string(kItersTsvHeader) + "\n1\t0.5000\t-\t-\t-\t-\tkeep\t" + k.params + "\t-\n");
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    EXPECT_EQ(entry.path().filename(), "iters.tsv") << "left behind: " << entry.path();
+  }
+  write_all(path, {});
+  EXPECT_EQ(slurp(path), std::string(kItersTsvHeader) + "\n");
+  EXPECT_THROW(write_all(dir + "/no/such/dir/iters.tsv", {k}), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace attn

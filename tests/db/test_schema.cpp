@@ -1,0 +1,162 @@
+// Schema creation, version check, migration hook, and the errors for files that are not our DB.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <filesystem>
+
+#include "db/schema.hpp"
+#include "db/store.hpp"
+#include "tests/test_support.hpp"
+
+namespace attn {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string single_text(sqlite::Connection& conn, const std::string& sql) {
+  auto st = conn.prepare(sql);
+  EXPECT_TRUE(st.step()) << sql;
+  return st.column_text(0);
+}
+
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(Schema, CreatesEveryTableAtVersionOneInWalMode) {
+  auto dir = test::temp_dir("db-schema");
+  const auto path = dir + "/sub/attn-tuner.db";  // the folder is created too
+  {
+    auto db = ExperimentDb::open(path);
+    auto& c = db.connection();
+    EXPECT_EQ(single_text(c, "SELECT MAX(version) FROM schema_version"), "1");
+    EXPECT_EQ(single_text(c, "PRAGMA journal_mode"), "wal");
+    EXPECT_EQ(single_text(c, "PRAGMA foreign_keys"), "1");
+    EXPECT_EQ(single_text(c, "PRAGMA synchronous"), "2");  // FULL
+    auto st = c.prepare("SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master "
+                        "WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name)");
+    ASSERT_TRUE(st.step());
+    EXPECT_EQ(st.column_text(0),
+              "case_results,champion_history,champions,iterations,runs,schema_version,variants");
+    EXPECT_EQ(db::read_schema_version(c), db::kSchemaVersion);
+  }
+  // Reopening neither recreates nor re-records the version.
+  auto db = ExperimentDb::open(path);
+  EXPECT_EQ(single_text(db.connection(), "SELECT count(*) FROM schema_version"), "1");
+  auto ro = ExperimentDb::open(path, ExperimentDb::Mode::read_only);
+  EXPECT_TRUE(ro.read_only());
+  EXPECT_EQ(single_text(ro.connection(), "PRAGMA foreign_keys"), "1");
+}
+
+TEST(Schema, RefusesANewerSchemaVersionNamingTheFile) {
+  auto path = test::temp_dir("db-schema") + "/future.db";
+  { ExperimentDb::open(path); }
+  {
+    auto conn = sqlite::Connection::open(path, sqlite::OpenMode::read_write);
+    conn.exec("INSERT INTO schema_version (version) VALUES (7)");
+  }
+  for (auto mode : {ExperimentDb::Mode::read_write, ExperimentDb::Mode::read_only}) {
+    auto msg = error_of([&] { ExperimentDb::open(path, mode); });
+    EXPECT_NE(msg.find(path), std::string::npos) << msg;
+    EXPECT_NE(msg.find("schema version 7, newer than the 1"), std::string::npos) << msg;
+  }
+  // Refusing did not touch the file.
+  auto conn = sqlite::Connection::open(path, sqlite::OpenMode::read_only);
+  EXPECT_EQ(single_text(conn, "SELECT MAX(version) FROM schema_version"), "7");
+}
+
+TEST(Schema, MigrationHookAppliesTheChainInOrderInsideTransactions) {
+  auto path = test::temp_dir("db-schema") + "/migrate.db";
+  { ExperimentDb::open(path); }
+  auto conn = sqlite::Connection::open(path, sqlite::OpenMode::read_write);
+  db::configure_connection(conn);
+  std::vector<int> applied;
+  std::vector<db::Migration> chain = {
+      {2, [&](sqlite::Connection& c) { applied.push_back(2); c.exec("ALTER TABLE runs ADD COLUMN note2 TEXT"); }},
+      {1, [&](sqlite::Connection& c) { applied.push_back(1); c.exec("ALTER TABLE runs ADD COLUMN note1 TEXT"); }},
+  };
+  db::ensure_schema(conn, 3, chain);
+  EXPECT_EQ(applied, (std::vector<int>{1, 2}));
+  EXPECT_EQ(db::read_schema_version(conn), 3);
+  conn.prepare("SELECT note1, note2 FROM runs").run();  // both columns exist
+
+  // A failing step leaves the version and the schema as they were.
+  std::vector<db::Migration> broken = {
+      {3, [](sqlite::Connection& c) {
+         c.exec("ALTER TABLE runs ADD COLUMN note3 TEXT");
+         throw std::runtime_error("step failed");
+       }}};
+  EXPECT_THROW(db::ensure_schema(conn, 4, broken), std::runtime_error);
+  EXPECT_EQ(db::read_schema_version(conn), 3);
+  EXPECT_THROW(conn.prepare("SELECT note3 FROM runs"), sqlite::Error);
+
+  // No step from 3 to 4 known: a clear error.
+  auto msg = error_of([&] { db::ensure_schema(conn, 4, chain); });
+  EXPECT_NE(msg.find("no migration to 4"), std::string::npos) << msg;
+  // And this build (version 1) now refuses the file.
+  EXPECT_THROW(ExperimentDb::open(path), std::runtime_error);
+}
+
+TEST(Schema, OlderVersionCannotBeMigratedReadOnly) {
+  auto path = test::temp_dir("db-schema") + "/old.db";
+  { ExperimentDb::open(path); }
+  auto conn = sqlite::Connection::open(path, sqlite::OpenMode::read_only);
+  db::configure_connection(conn);
+  std::vector<db::Migration> chain = {{1, [](sqlite::Connection&) {}}};
+  auto msg = error_of([&] { db::ensure_schema(conn, 2, chain); });
+  EXPECT_NE(msg.find("needs migrating to 2"), std::string::npos) << msg;
+}
+
+TEST(Schema, NotASqliteFileIsAClearErrorNamingIt) {
+  auto path = test::temp_dir("db-schema") + "/notes.txt";
+  std::ofstream(path) << "iter\tgeomean_ms\n1\t0.5\n" << std::string(4096, 'x');
+  for (auto mode : {ExperimentDb::Mode::read_write, ExperimentDb::Mode::read_only}) {
+    auto msg = error_of([&] { ExperimentDb::open(path, mode); });
+    EXPECT_NE(msg.find(path + " is not a SQLite database"), std::string::npos) << msg;
+  }
+}
+
+TEST(Schema, ADatabaseOfAnotherSchemaIsAClearErrorNamingIt) {
+  auto path = test::temp_dir("db-schema") + "/other.db";
+  {
+    auto conn = sqlite::Connection::open(path, sqlite::OpenMode::read_write_create);
+    conn.exec("CREATE TABLE songs (title TEXT); CREATE TABLE albums (name TEXT)");
+  }
+  auto msg = error_of([&] { ExperimentDb::open(path); });
+  EXPECT_NE(msg.find(path), std::string::npos) << msg;
+  EXPECT_NE(msg.find("another schema"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("albums, songs"), std::string::npos) << msg;
+
+  // A schema_version table alone does not make it ours either.
+  auto path2 = test::temp_dir("db-schema") + "/lookalike.db";
+  {
+    auto conn = sqlite::Connection::open(path2, sqlite::OpenMode::read_write_create);
+    conn.exec("CREATE TABLE schema_version (version INTEGER); INSERT INTO schema_version VALUES (1)");
+  }
+  msg = error_of([&] { ExperimentDb::open(path2); });
+  EXPECT_NE(msg.find("lacks the table(s) runs, variants"), std::string::npos) << msg;
+}
+
+TEST(Schema, ReadOnlyOpenNeverCreatesAFile) {
+  auto dir = test::temp_dir("db-schema");
+  auto msg = error_of([&] { ExperimentDb::open(dir + "/missing.db", ExperimentDb::Mode::read_only); });
+  EXPECT_NE(msg.find(dir + "/missing.db"), std::string::npos) << msg;
+  EXPECT_FALSE(fs::exists(dir + "/missing.db"));
+
+  // An empty (zero-byte) file is a valid SQLite file but not an experiment DB.
+  std::ofstream(dir + "/empty.db").close();
+  msg = error_of([&] { ExperimentDb::open(dir + "/empty.db", ExperimentDb::Mode::read_only); });
+  EXPECT_NE(msg.find("empty database"), std::string::npos) << msg;
+  // Read-write turns it into one.
+  EXPECT_NO_THROW(ExperimentDb::open(dir + "/empty.db"));
+  EXPECT_NO_THROW(ExperimentDb::open(dir + "/empty.db", ExperimentDb::Mode::read_only));
+}
+
+}  // namespace
+}  // namespace attn

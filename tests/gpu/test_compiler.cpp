@@ -1,0 +1,195 @@
+// NVRTC compiler, ptxas resource parsing, the content-hash disk cache and the CompilePool (no GPU needed).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "gpu/compiler.hpp"
+#include "tests/test_support.hpp"
+
+namespace attn {
+namespace {
+namespace fs = std::filesystem;
+
+std::string templates() { return ATTN_TEMPLATES_DIR; }
+std::string faulty(const std::string& name) { return test::data_dir() + "/faulty_kernels/" + name; }
+
+void write(const fs::path& p, const std::string& text) {
+  std::ofstream f(p);
+  f << text;
+}
+
+// A kernel with a known static smem footprint (1024 floats) whose size and unroll come from defines.
+const char* kProbe = R"(
+#include "probe_inc.cuh"
+extern "C" __device__ int attn_launch_info[4] = {128, 0, 128, 0};
+extern "C" __global__ void probe(float* out, int n) {
+  __shared__ float tile[1024];
+  float acc[ACC];
+  #pragma unroll
+  for (int i = 0; i < ACC; ++i) acc[i] = out[i * n + threadIdx.x];
+  tile[threadIdx.x] = acc[threadIdx.x % ACC];
+  __syncthreads();
+  float t = 0.f;
+  #pragma unroll
+  for (int i = 0; i < ACC; ++i) t += acc[i] * tile[(i * 7 + threadIdx.x) % 1024] * PROBE_SCALE;
+  out[threadIdx.x] = t;
+}
+)";
+
+struct Probe {
+  std::string dir = test::temp_dir("attn-compiler");
+  std::string src = dir + "/probe.cu";
+  Probe() {
+    write(src, kProbe);
+    write(dir + "/probe_inc.cuh", "#define PROBE_SCALE 2.0f\n");
+  }
+  CompileRequest req(std::int64_t acc, std::vector<std::string> extra = {}) const {
+    return {src, "probe", Config{{"ACC", acc}}, std::move(extra)};
+  }
+};
+
+Compiler make_compiler(const std::string& cache) {
+  CompilerOptions o;
+  o.cache_dir = cache;
+  return Compiler(o);
+}
+
+TEST(Compiler, CompilesFillNormal) {
+  const Compiler c = make_compiler(test::temp_dir("attn-cache"));
+  const CompiledVariant v = c.compile({templates() + "/fill_normal.cu", "fill_normal_bf16", {}, {}});
+  ASSERT_TRUE(v.ok) << v.log;
+  EXPECT_EQ(v.error, FailureKind::none);
+  EXPECT_GT(v.cubin.size(), 1000u);
+  EXPECT_EQ(std::string(v.cubin.data() + 1, 3), "ELF");  // a cubin is an ELF image
+  EXPECT_EQ(v.hash.size(), 32u);
+  EXPECT_GT(v.resources.registers, 0);
+  EXPECT_LE(v.resources.registers, 255);
+  EXPECT_FALSE(v.cache_hit);
+  EXPECT_TRUE(fs::exists(v.cubin_path));
+  EXPECT_NE(v.log.find("fill_normal_bf16"), std::string::npos);  // ptxas -v reports the kernel
+}
+
+TEST(Compiler, SyntaxErrorGivesLogNotException) {
+  const Compiler c = make_compiler(test::temp_dir("attn-cache"));
+  const CompiledVariant v = c.compile({faulty("compile_error.cu"), "block_sparse_attn_fwd", {}, {}});
+  EXPECT_FALSE(v.ok);
+  EXPECT_EQ(v.error, FailureKind::compile);
+  EXPECT_TRUE(v.cubin.empty());
+  EXPECT_NE(v.log.find("error"), std::string::npos) << v.log;
+  EXPECT_NE(v.log.find("compile_error.cu(10)"), std::string::npos) << v.log;  // file and line of the error
+}
+
+TEST(Compiler, BadInputsGiveCompileFailure) {
+  const Compiler c = make_compiler(test::temp_dir("attn-cache"));
+  const auto missing = c.compile({"/nonexistent/x.cu", "k", {}, {}});
+  EXPECT_FALSE(missing.ok);
+  EXPECT_NE(missing.log.find("/nonexistent/x.cu"), std::string::npos);
+  const auto bad_define = c.compile({templates() + "/fill_normal.cu", "fill_normal_bf16", {{"1BAD", 1}}, {}});
+  EXPECT_FALSE(bad_define.ok);
+  EXPECT_NE(bad_define.log.find("1BAD"), std::string::npos);
+}
+
+TEST(Compiler, ParsesResourcesFromRealLog) {
+  Probe p;
+  const Compiler c = make_compiler(test::temp_dir("attn-cache"));
+  const CompiledVariant v = c.compile(p.req(8));
+  ASSERT_TRUE(v.ok) << v.log;
+  EXPECT_EQ(v.resources.static_smem, 1024 * 4);  // the __shared__ tile
+  EXPECT_GT(v.resources.registers, 0);
+  EXPECT_EQ(v.resources.spill_stores, 0);
+  // The parser reads the same numbers from the log text directly, and nothing for an absent kernel.
+  EXPECT_EQ(parse_ptxas_resources(v.log, "probe"), v.resources);
+  EXPECT_EQ(parse_ptxas_resources(v.log, "not_there").registers, -1);
+
+  // A register cap far below the need forces spills, which the report must show.
+  const CompiledVariant capped = c.compile(p.req(96, {"-maxrregcount=24"}));
+  ASSERT_TRUE(capped.ok) << capped.log;
+  EXPECT_LE(capped.resources.registers, 24);
+  EXPECT_GT(capped.resources.spill_stores + capped.resources.stack_frame, 0) << capped.log;
+}
+
+TEST(Compiler, CacheHitsAndHashChanges) {
+  Probe p;
+  const std::string cache = test::temp_dir("attn-cache");
+  const Compiler c = make_compiler(cache);
+  const CompiledVariant first = c.compile(p.req(8));
+  ASSERT_TRUE(first.ok) << first.log;
+  EXPECT_FALSE(first.cache_hit);
+  EXPECT_TRUE(fs::exists(cache + "/" + first.hash + ".cubin"));
+  EXPECT_TRUE(fs::exists(cache + "/" + first.hash + ".json"));
+
+  const CompiledVariant second = c.compile(p.req(8));
+  EXPECT_TRUE(second.cache_hit);
+  EXPECT_EQ(second.hash, first.hash);
+  EXPECT_EQ(second.cubin, first.cubin);
+  EXPECT_EQ(second.resources, first.resources);
+  EXPECT_DOUBLE_EQ(second.compile_ms, first.compile_ms);
+
+  // A changed define, an extra option, or an edited include: a new hash and a real compile.
+  EXPECT_NE(c.content_hash(p.req(16)), first.hash);
+  EXPECT_NE(c.content_hash(p.req(8, {"--use_fast_math"})), first.hash);
+  write(p.dir + "/probe_inc.cuh", "#define PROBE_SCALE 3.0f\n");
+  const CompiledVariant edited = c.compile(p.req(8));
+  ASSERT_TRUE(edited.ok) << edited.log;
+  EXPECT_NE(edited.hash, first.hash);
+  EXPECT_FALSE(edited.cache_hit);
+
+  // Without the cache, NVRTC runs every time.
+  CompilerOptions off;
+  off.cache_dir = cache;
+  off.use_cache = false;
+  const CompiledVariant uncached = Compiler(off).compile(p.req(8));
+  EXPECT_FALSE(uncached.cache_hit);
+  EXPECT_TRUE(uncached.cubin_path.empty());
+}
+
+TEST(Compiler, CompileErrorsAreCachedToo) {
+  const std::string cache = test::temp_dir("attn-cache");
+  const Compiler c = make_compiler(cache);
+  const auto a = c.compile({faulty("compile_error.cu"), "block_sparse_attn_fwd", {}, {}});
+  const auto b = c.compile({faulty("compile_error.cu"), "block_sparse_attn_fwd", {}, {}});
+  EXPECT_FALSE(a.ok);
+  EXPECT_FALSE(b.ok);
+  EXPECT_TRUE(b.cache_hit);
+  EXPECT_EQ(a.log, b.log);
+}
+
+TEST(Compiler, LocalIncludesAreFound) {
+  Probe p;
+  const auto inc = local_includes(p.src);
+  ASSERT_EQ(inc.size(), 1u);
+  EXPECT_EQ(inc[0].first, "probe_inc.cuh");
+  EXPECT_NE(inc[0].second.find("PROBE_SCALE"), std::string::npos);
+}
+
+TEST(CompilePool, CompilesConfigsInParallel) {
+  Probe p;
+  const Compiler c = make_compiler(test::temp_dir("attn-cache"));
+  CompilePool pool(c, 2);
+  EXPECT_EQ(pool.threads(), 2u);
+  std::vector<std::future<CompiledVariant>> futures;
+  const std::vector<std::int64_t> accs{4, 8, 12, 16};
+  for (auto a : accs) futures.push_back(pool.submit(p.req(a)));
+  futures.push_back(pool.submit({faulty("compile_error.cu"), "block_sparse_attn_fwd", {}, {}}));
+  std::set<std::string> hashes;
+  for (std::size_t i = 0; i < accs.size(); ++i) {
+    const CompiledVariant v = futures[i].get();
+    EXPECT_TRUE(v.ok) << v.log;
+    EXPECT_EQ(v.hash, c.content_hash(p.req(accs[i])));
+    hashes.insert(v.hash);
+  }
+  EXPECT_EQ(hashes.size(), accs.size());
+  EXPECT_FALSE(futures.back().get().ok);
+}
+
+TEST(Compiler, DefaultCacheDirFollowsEnvironment) {
+  ::setenv("ATTN_TUNER_CACHE", "/tmp/attn-x-cache", 1);
+  EXPECT_EQ(default_cache_dir(), "/tmp/attn-x-cache");
+  ::unsetenv("ATTN_TUNER_CACHE");
+  if (const char* h = std::getenv("HOME")) EXPECT_EQ(default_cache_dir(), std::string(h) + "/.cache/attn-tuner");
+}
+
+}  // namespace
+}  // namespace attn

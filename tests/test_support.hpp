@@ -1,0 +1,16 @@
+// Shared test helpers: paths to test data and to the built binary, and the GPU-present check.
+#pragma once
+#include <string>
+
+namespace attn::test {
+
+/// tests/data in the source tree (golden files from the harness).
+std::string data_dir();
+/// The built attn-tuner binary.
+std::string binary_path();
+/// True when a CUDA device is usable (driver loads and reports >= 1 device). GPU tests GTEST_SKIP otherwise.
+bool gpu_available();
+/// A fresh empty directory under the system temp dir, unique per call.
+std::string temp_dir(const std::string& prefix);
+
+}  // namespace attn::test

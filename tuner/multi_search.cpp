@@ -1,0 +1,49 @@
+// MultiSearch: round-robin over several templates' strategies.
+#include "tuner/multi_search.hpp"
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace attn {
+
+void MultiSearch::add(TemplateSpace space, std::unique_ptr<Strategy> strategy) {
+  if (!strategy) throw std::invalid_argument(fmt::format("template {}: no strategy given", space.name()));
+  for (const auto& e : entries_)
+    if (e.state.template_name() == space.name())
+      throw std::invalid_argument(fmt::format("template {} is added twice", space.name()));
+  entries_.push_back(Entry{SearchState(std::move(space)), std::move(strategy)});
+}
+
+std::optional<TemplateProposal> MultiSearch::next() {
+  for (std::size_t k = 0; k < entries_.size(); ++k) {
+    const std::size_t i = (turn_ + k) % entries_.size();
+    auto& e = entries_[i];
+    if (auto p = e.strategy->next(e.state)) {
+      turn_ = (i + 1) % entries_.size();
+      return TemplateProposal{e.state.template_name(), std::move(*p)};
+    }
+  }
+  return std::nullopt;
+}
+
+std::size_t MultiSearch::find(const std::string& template_name) const {
+  for (std::size_t i = 0; i < entries_.size(); ++i)
+    if (entries_[i].state.template_name() == template_name) return i;
+  throw std::invalid_argument(
+      fmt::format("unknown template \"{}\" (tuning: {})", template_name, fmt::join(template_names(), ", ")));
+}
+
+SearchState& MultiSearch::state(const std::string& template_name) { return entries_[find(template_name)].state; }
+const SearchState& MultiSearch::state(const std::string& template_name) const {
+  return entries_[find(template_name)].state;
+}
+
+std::vector<std::string> MultiSearch::template_names() const {
+  std::vector<std::string> names;
+  for (const auto& e : entries_) names.push_back(e.state.template_name());
+  return names;
+}
+
+}  // namespace attn

@@ -1,0 +1,102 @@
+// Parameter space of a kernel template: kernels_templates/<name>.json lists each parameter with its
+// values and the constraints between them. A Config is one assignment; it reaches NVRTC as -D macros.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace attn {
+
+/// One assignment of every parameter of a template, by name (sorted, so equal configs compare equal).
+using Config = std::map<std::string, std::int64_t>;
+
+/// "BLOCK_M=128,BLOCK_N=64,..." (the iters.tsv params format, keys in sorted order) and back.
+/// The empty string is the empty config. parse throws std::invalid_argument naming the malformed item
+/// (no '=', a name that is not a C identifier, a value that is not a 64-bit integer, a repeated name).
+std::string config_to_compact(const Config& c);
+Config config_from_compact(const std::string& s);
+/// {"BLOCK_M":128,...}; from_json throws std::invalid_argument on invalid JSON, a non-object, or a
+/// non-integer value (naming the key).
+std::string config_to_json(const Config& c);
+Config config_from_json(const std::string& json);
+
+struct Parameter {
+  std::string name;
+  std::vector<std::int64_t> values;  ///< in the order the JSON gives; neighbours are adjacent values
+  std::string doc;
+};
+
+struct Constraint {
+  std::string expr;  ///< muparser expression over parameter names; non-zero = allowed. `%` is modulo.
+  std::string why;   ///< the reason, shown when a config is rejected
+};
+
+/// A template and its space, loaded from kernels_templates/<name>.json:
+/// {"name", "source" (file beside the json), "kernel" (entry symbol), "description",
+///  "parameters": {NAME: {"values": [...], "doc": "..."}}, "constraints": [{"expr", "why"}],
+///  "default": {NAME: value}}.
+/// Required: name (equal to the file's stem), source (must exist), kernel, parameters (non-empty, each
+/// with a non-empty list of distinct integers), default. Optional: description, doc, constraints, why
+/// (defaults to "breaks <expr>"). Unknown keys are errors (they are usually typos).
+///
+/// Constraint language (muparser 2.3): numbers, parameter names, + - * / ^ (real arithmetic),
+/// `%` (integer modulo, C++ sign rule; by zero = the config is rejected), == != < <= > >=, && ||,
+/// unary `!`, `c ? a : b`, and muparser's functions (min, max, abs, ...). A lone `=` (assignment in
+/// muparser) is refused at load, since it is almost always a typo for `==`.
+///
+/// Copies share the compiled constraints; check() and enumerate() are safe to call from several
+/// threads (evaluation is serialised by a mutex inside).
+class TemplateSpace {
+ public:
+  /// Throws std::invalid_argument naming the file and the problem (missing field, empty values,
+  /// a constraint that does not parse, a default outside the values or breaking a constraint).
+  static TemplateSpace load(const std::string& json_path);
+  /// Finds <dir>/<name>.json.
+  static TemplateSpace load_named(const std::string& templates_dir, const std::string& name);
+
+  const std::string& name() const { return name_; }
+  const std::string& kernel() const { return kernel_; }
+  const std::string& source_path() const { return source_path_; }
+  const std::string& description() const { return description_; }
+  /// The .json file this space was loaded from.
+  const std::string& json_path() const { return json_path_; }
+  const std::vector<Parameter>& parameters() const { return parameters_; }
+  const std::vector<Constraint>& constraints() const { return constraints_; }
+  const Config& default_config() const { return default_; }
+
+  /// Empty when `c` is valid, else why not: an unknown or missing parameter, a value not in the list,
+  /// or the `why` of the first constraint it breaks.
+  std::optional<std::string> check(const Config& c) const;
+  /// Every valid config, in odometer order over the JSON's parameter order: the last parameter
+  /// changes fastest, each parameter walks its values in the JSON's order (itertools.product order).
+  /// Constraints prune as soon as the parameters they name are set, so large spaces with tight
+  /// constraints stay cheap.
+  std::vector<Config> enumerate() const;
+  /// Product of the value counts (before constraints); saturates at UINT64_MAX.
+  std::uint64_t raw_size() const;
+
+  /// Position of each parameter's value in its list (parameters() order), or nullopt when `c` has a
+  /// missing or unknown parameter or a value outside a list. Constraints are not checked.
+  std::optional<std::vector<std::size_t>> indices_of(const Config& c) const;
+  /// The config with value index idx[i] for parameters()[i]; throws std::out_of_range on a bad index.
+  Config config_at(const std::vector<std::size_t>& idx) const;
+
+  struct Compiled;  // muparser state; defined in space.cpp
+
+ private:
+  std::string name_, kernel_, source_path_, description_, json_path_;
+  std::vector<Parameter> parameters_;
+  std::vector<Constraint> constraints_;
+  Config default_;
+  std::shared_ptr<Compiled> compiled_;
+};
+
+/// Default templates folder: $ATTN_TUNER_TEMPLATES when set and non-empty, else the source tree's
+/// kernels_templates/ (the compile definition ATTN_TEMPLATES_DIR).
+std::string default_templates_dir();
+
+}  // namespace attn
