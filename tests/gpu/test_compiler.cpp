@@ -188,7 +188,9 @@ TEST(Compiler, DefaultCacheDirFollowsEnvironment) {
   ::setenv("ATTN_TUNER_CACHE", "/tmp/attn-x-cache", 1);
   EXPECT_EQ(default_cache_dir(), "/tmp/attn-x-cache");
   ::unsetenv("ATTN_TUNER_CACHE");
-  if (const char* h = std::getenv("HOME")) EXPECT_EQ(default_cache_dir(), std::string(h) + "/.cache/attn-tuner");
+  if (const char* h = std::getenv("HOME")) {
+    EXPECT_EQ(default_cache_dir(), std::string(h) + "/.cache/attn-tuner");
+  }
 }
 
 }  // namespace
