@@ -14,6 +14,7 @@
 // and lse = -inf. The output is staged through the Q tile for 16-byte coalesced stores.
 //
 // Parameters (-D macros; space and constraints in fa2_mma.json):
+//   CTA_ORDER   which work each CTA of the grid takes (cta_order.cuh): q tiles first, heads first, reversed
 //   BLOCK_M     query rows per CTA (64 | 128)
 //   BLOCK_N     keys per pipeline tile (32 | 64 | 128)
 //   WARPS       warps per CTA; rows per warp = BLOCK_M / WARPS in {16, 32}
@@ -23,6 +24,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "cta_order.cuh"
+
 #ifndef BLOCK_M
 #define BLOCK_M 128
 #endif
@@ -31,6 +34,9 @@
 #endif
 #ifndef WARPS
 #define WARPS 8
+#endif
+#ifndef CTA_ORDER
+#define CTA_ORDER 0
 #endif
 #ifndef STAGES
 #define STAGES 2
@@ -164,9 +170,10 @@ block_sparse_attn_fwd(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* 
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int q_blocks = t_max / kBlock;
-  const int q_block = blockIdx.x / (kBlock / BLOCK_M);
-  const int row0 = (blockIdx.x % (kBlock / BLOCK_M)) * BLOCK_M;  // first row of this CTA in the q_block
-  const int h = blockIdx.y, b = blockIdx.z;
+  int q_tile, h, b;
+  cta_work<CTA_ORDER>(q_tile, h, b);
+  const int q_block = q_tile / (kBlock / BLOCK_M);
+  const int row0 = (q_tile % (kBlock / BLOCK_M)) * BLOCK_M;  // first row of this CTA in the q_block
   const size_t bh = size_t(b) * num_heads + h;
   const int seq_len = __ldg(seq_lens + b);
   const int valid_blocks = (seq_len + kBlock - 1) / kBlock;

@@ -17,12 +17,14 @@
 // descriptor, canonical K-major / MN-major 128B-swizzle layouts) and the wgmma register fragment figures.
 //
 // Parameters (-D macros; space and constraints in wgmma_fa.json):
+//   CTA_ORDER   which work each CTA of the grid takes (cta_order.cuh): q tiles first, heads first, reversed
 //   WARPGROUPS  warpgroups per CTA (1 | 2): BLOCK_M = 64 or 128 query rows
 //   BLOCK_N     keys per pipeline tile (64 | 128)
 //   STAGES      K/V tiles in flight (1 = no overlap)
 //   MIN_BLOCKS  __launch_bounds__ minimum CTAs per SM (caps registers)
 //   OVERLAP_PV  1: issue S = Q K^T of tile t before P V of tile t-1 and run the softmax of t while P V
 //               runs (FlashAttention-3's intra-warpgroup pipelining; needs STAGES >= 3); 0: serial
+#include "cta_order.cuh"
 #include "hopper_common.cuh"
 
 #ifndef WARPGROUPS
@@ -30,6 +32,9 @@
 #endif
 #ifndef BLOCK_N
 #define BLOCK_N 128
+#endif
+#ifndef CTA_ORDER
+#define CTA_ORDER 0
 #endif
 #ifndef STAGES
 #define STAGES 2
@@ -88,9 +93,10 @@ block_sparse_attn_fwd(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* 
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = warp >> 2;
   const int q_blocks = t_max / kBlock;
-  const int q_block = blockIdx.x / (kBlock / BLOCK_M);
-  const int row0 = (blockIdx.x % (kBlock / BLOCK_M)) * BLOCK_M;  // first row of this CTA in the q_block
-  const int h = blockIdx.y, b = blockIdx.z;
+  int q_tile, h, b;
+  cta_work<CTA_ORDER>(q_tile, h, b);
+  const int q_block = q_tile / (kBlock / BLOCK_M);
+  const int row0 = (q_tile % (kBlock / BLOCK_M)) * BLOCK_M;  // first row of this CTA in the q_block
   const size_t bh = size_t(b) * num_heads + h;
   const int seq_len = __ldg(seq_lens + b);
   const int valid_blocks = (seq_len + kBlock - 1) / kBlock;

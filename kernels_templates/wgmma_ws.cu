@@ -11,11 +11,13 @@
 // registers from the producer to the consumers.
 //
 // Parameters (-D macros; space and constraints in wgmma_ws.json):
+//   CTA_ORDER   which work each CTA of the grid takes (cta_order.cuh): q tiles first, heads first, reversed
 //   CONSUMERS      consumer warpgroups (1 | 2): BLOCK_M = 64 * CONSUMERS query rows per CTA
 //   BLOCK_N        keys per pipeline tile (64 | 128)
 //   STAGES         ring slots
 //   OVERLAP_PV     1: S of tile i and its softmax overlap P V of tile i-1 (FA3 intra-warpgroup overlap)
 //   PRODUCER_REGS  registers per producer thread after setmaxnreg (consumers get the rest)
+#include "cta_order.cuh"
 #include "hopper_common.cuh"
 
 #ifndef CONSUMERS
@@ -23,6 +25,9 @@
 #endif
 #ifndef BLOCK_N
 #define BLOCK_N 128
+#endif
+#ifndef CTA_ORDER
+#define CTA_ORDER 0
 #endif
 #ifndef STAGES
 #define STAGES 2
@@ -79,9 +84,10 @@ block_sparse_attn_fwd(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* 
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = warp >> 2;
   const int q_blocks = t_max / kBlock;
-  const int q_block = blockIdx.x / (kBlock / BLOCK_M);
-  const int row0 = (blockIdx.x % (kBlock / BLOCK_M)) * BLOCK_M;
-  const int h = blockIdx.y, b = blockIdx.z;
+  int q_tile, h, b;
+  cta_work<CTA_ORDER>(q_tile, h, b);
+  const int q_block = q_tile / (kBlock / BLOCK_M);
+  const int row0 = (q_tile % (kBlock / BLOCK_M)) * BLOCK_M;  // first row of this CTA in the q_block
   const size_t bh = size_t(b) * num_heads + h;
   const int seq_len = __ldg(seq_lens + b);
   const int valid_blocks = (seq_len + kBlock - 1) / kBlock;
