@@ -5,17 +5,10 @@
 
 #include <fmt/format.h>
 
+#include "tuner/space.hpp"
+
 namespace attn {
 namespace {
-
-bool is_identifier(const std::string& s) {
-  if (s.empty()) return false;
-  auto alpha = [](char ch) { return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || ch == '_'; };
-  if (!alpha(s[0])) return false;
-  for (char ch : s)
-    if (!alpha(ch) && !(ch >= '0' && ch <= '9')) return false;
-  return true;
-}
 
 bool is_variant_name(const std::string& s) {
   if (s.empty() || s.size() > 64) return false;

@@ -53,13 +53,6 @@ void write_atomic(const fs::path& path, const char* data, std::size_t n) {
   fs::rename(tmp, path);
 }
 
-bool is_identifier(const std::string& s) {
-  if (s.empty() || !(std::isalpha((unsigned char)s[0]) || s[0] == '_')) return false;
-  for (char c : s)
-    if (!(std::isalnum((unsigned char)c) || c == '_')) return false;
-  return true;
-}
-
 std::vector<std::string> cuda_include_dirs() {
   std::vector<std::string> dirs;
   std::string list = CUDA_TOOLKIT_INCLUDE;  // CMake's CUDAToolkit_INCLUDE_DIRS, ';'-separated

@@ -9,16 +9,8 @@
 #include "tuner/space.hpp"
 
 namespace attn {
-namespace {
 
-bool is_identifier(const std::string& s) {
-  if (s.empty()) return false;
-  auto alpha = [](char ch) { return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || ch == '_'; };
-  if (!alpha(s[0])) return false;
-  for (char ch : s)
-    if (!alpha(ch) && !(ch >= '0' && ch <= '9')) return false;
-  return true;
-}
+namespace {
 
 std::string trim(const std::string& s) {
   auto b = s.find_first_not_of(" \t");

@@ -59,13 +59,6 @@ mu::value_type int_mod(mu::value_type a, mu::value_type b) {
 
 mu::value_type logical_not(mu::value_type a) { return a == 0.0 ? 1.0 : 0.0; }
 
-bool is_identifier(const std::string& s) {
-  if (s.empty()) return false;
-  auto alpha = [](char ch) { return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || ch == '_'; };
-  if (!alpha(s[0])) return false;
-  return std::all_of(s.begin(), s.end(), [&](char ch) { return alpha(ch) || (ch >= '0' && ch <= '9'); });
-}
-
 /// Position of a lone '=' (muparser's assignment), or npos.
 std::size_t find_assignment(const std::string& e) {
   for (std::size_t i = 0; i < e.size(); ++i) {
