@@ -22,6 +22,7 @@ using nlohmann::json;
 
 struct BenchOptions {
   std::string template_name, config_json, suite = "quick", manifest, templates_dir, cache_dir;
+  std::vector<std::string> defines;  ///< NAME=VALUE macros outside the space (measurement-only switches)
   std::int64_t root_seed = 0;
   bool json = false;
   int device = 0;
@@ -54,6 +55,16 @@ void run_bench(const BenchOptions& o) {
     }
   }
   if (auto why = space.check(config)) throw CliError(fmt::format("bench: config not valid for {}: {}", space.name(), *why));
+  std::vector<std::string> extra_options;
+  for (const auto& d : o.defines) {
+    const auto eq = d.find('=');
+    const std::string name = d.substr(0, eq);
+    if (eq == std::string::npos || !is_identifier(name) || eq + 1 == d.size())
+      throw CliError(fmt::format("bench: --define '{}' is not NAME=VALUE with NAME a C identifier", d));
+    if (config.count(name))
+      throw CliError(fmt::format("bench: --define {}: {} is a parameter of {}; set it with --config", d, name, space.name()));
+    extra_options.push_back("-D" + d);
+  }
   std::vector<CaseSpec> suite;
   try {
     suite = o.manifest.empty() ? builtin_suite(o.suite, o.root_seed) : suite_from_manifest_file(o.manifest);
@@ -66,7 +77,7 @@ void run_bench(const BenchOptions& o) {
   CompilerOptions copts;
   copts.cache_dir = o.cache_dir;
   const Compiler compiler(copts);
-  const CompiledVariant v = compiler.compile({space.source_path(), space.kernel(), config, {}});
+  const CompiledVariant v = compiler.compile({space.source_path(), space.kernel(), config, extra_options});
   if (!v.ok) throw std::runtime_error(fmt::format("bench: {} does not compile:\n{}", config_to_compact(config), v.log));
   if (v.cubin_path.empty()) throw std::runtime_error("bench: the cubin could not be written to the compile cache");
 
@@ -150,6 +161,9 @@ void add_bench_command(CLI::App& app) {
                                           "per case latency, TFLOP/s, GB/s, % of the roofline floor, max diffs");
   cmd->add_option("--template", o->template_name, "template name (kernels_templates/<name>.json)")->required();
   cmd->add_option("--config", o->config_json, "config as JSON (default: the template's default)");
+  cmd->add_option("--define", o->defines,
+                  "NAME=VALUE macro outside the parameter space (repeatable; measurement-only switches such as "
+                  "fa3_tma's FOLD_SCALE)");
   auto* suite = cmd->add_option("--suite", o->suite, "built-in suite: smoke, local-dev, quick, full, broad (default quick)");
   cmd->add_option("--manifest", o->manifest, "suite manifest JSON file (harness format)")->excludes(suite);
   cmd->add_option("--seed", o->root_seed, "root seed of the built-in suite's per-case seeds");

@@ -46,9 +46,10 @@ void check_variant(const ExportVariant& v, std::size_t index) {
   }
   if (v.launch) {
     const LaunchInfo& i = *v.launch;
-    if (i.threads < 1 || i.threads > 1024 || i.smem_bytes < 0 || i.block_m < 1 || i.grid_mode != 0)
-      throw std::invalid_argument(fmt::format("{}: launch info {{{}, {}, {}, {}}} is malformed", where, i.threads,
-                                              i.smem_bytes, i.block_m, i.grid_mode));
+    if (i.threads < 1 || i.threads > 1024 || i.smem_bytes < 0 || i.block_m < 1 || (i.grid_mode != 0 && i.grid_mode != 1) ||
+        i.ctas_per_sm < 1)
+      throw std::invalid_argument(fmt::format("{}: launch info {{{}, {}, {}, {}, ..., {}}} is malformed", where, i.threads,
+                                              i.smem_bytes, i.block_m, i.grid_mode, i.ctas_per_sm));
   }
 }
 
@@ -128,6 +129,12 @@ nlohmann::ordered_json variant_manifest_json(const ExportPlan& plan) {
   return out;
 }
 
+nlohmann::ordered_json launch_info_json(const std::optional<LaunchInfo>& info) {
+  if (!info) return nullptr;
+  const LaunchInfo& i = *info;
+  return {i.threads, i.smem_bytes, i.block_m, i.grid_mode, i.tma_q_rows, i.tma_kv_rows, i.tma_o_rows, i.ctas_per_sm};
+}
+
 nlohmann::ordered_json plan_summary_json(const ExportPlan& plan) {
   nlohmann::ordered_json variants = nlohmann::ordered_json::array();
   for (const ExportVariant& v : plan.variants) {
@@ -140,10 +147,7 @@ nlohmann::ordered_json plan_summary_json(const ExportPlan& plan) {
                         {"headers", nlohmann::json::array()},
                         {"provenance", v.provenance}};
     for (const auto& h : v.headers) j["headers"].push_back(h.first);
-    if (v.launch)
-      j["launch_info"] = {v.launch->threads, v.launch->smem_bytes, v.launch->block_m, v.launch->grid_mode};
-    else
-      j["launch_info"] = nullptr;
+    j["launch_info"] = launch_info_json(v.launch);
     variants.push_back(std::move(j));
   }
   nlohmann::ordered_json rules = nlohmann::ordered_json::array();

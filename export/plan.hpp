@@ -92,6 +92,9 @@ std::vector<ManifestEntry> variant_manifest(const ExportPlan& plan);
 /// The manifest as the JSON list the submission declares ([{"name": ..., "families": [...]}, ...]).
 nlohmann::ordered_json variant_manifest_json(const ExportPlan& plan);
 
+/// attn_launch_info as the export tables write it: the 8 entries of ABI.md, or null when unknown.
+nlohmann::ordered_json launch_info_json(const std::optional<LaunchInfo>& info);
+
 /// export_plan.json: the plan without sources and cubins (suite, variants with defines, options,
 /// cubin sizes and provenance, default, rules, manifest, provenance).
 nlohmann::ordered_json plan_summary_json(const ExportPlan& plan);

@@ -14,8 +14,9 @@ and lse (the kernel writes every element) and launches with cuLaunchKernel on to
 no compilation, no import, no device synchronisation, no read of device data.
 
 Kernel ABI (kernels_templates/ABI.md in attn-tuner): extern "C" kernel(q, k, v, row_ptr, col_idx,
-seq_lens, o, lse, batch_size, num_heads, t_max, col_width), grid (t_max / BLOCK_M, heads, batch),
-block (threads), dynamic smem; {threads, smem bytes, BLOCK_M, grid mode} in `attn_launch_info`.
+seq_lens, o, lse, batch_size, num_heads, t_max, col_width[, tensor maps q, k, v, o]), grid
+(t_max / BLOCK_M, heads, batch) or persistent (SMs x CTAs per SM), block (threads), dynamic smem;
+{threads, smem bytes, BLOCK_M, grid mode[, box rows q, kv, o, CTAs per SM]} in `attn_launch_info`.
 """
 import base64
 import ctypes
@@ -46,6 +47,11 @@ _BF16 = torch.bfloat16
 _F32 = torch.float32
 _I32 = torch.int32
 _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16
+# cuTensorMapEncodeTiled enums (cuda.h): bf16, no interleave, 128-byte swizzle, 256-byte L2 promotion, no OOB fill.
+_TMA_BF16, _TMA_INTERLEAVE_NONE, _TMA_SWIZZLE_128B, _TMA_L2_256B, _TMA_OOB_NONE = 9, 0, 3, 3, 0
+_TMAP_BYTES = 128
+_MAX_TMAP_CACHE = 4096
 _MAX_GRID_YZ = 65535
 _MAX_CALL_PLANS = 1024
 # Set to 1 to skip the cubins and compile every variant with NVRTC (tests the fallback path).
@@ -80,6 +86,12 @@ class _Driver:
         )
         self.cuMemcpyDtoH = fn("cuMemcpyDtoH_v2", [c.c_void_p, c.c_uint64, c.c_size_t])
         self.cuFuncSetAttribute = fn("cuFuncSetAttribute", [c.c_void_p, c.c_int, c.c_int])
+        self.cuDeviceGetAttribute = fn("cuDeviceGetAttribute", [c.POINTER(c.c_int), c.c_int, c.c_int])
+        u64p, u32p = c.POINTER(c.c_uint64), c.POINTER(c.c_uint32)
+        self.cuTensorMapEncodeTiled = fn(
+            "cuTensorMapEncodeTiled",
+            [c.c_void_p, c.c_int, c.c_uint, c.c_void_p, u64p, u64p, u32p, u32p, c.c_int, c.c_int, c.c_int, c.c_int],
+        )
         self.cuLaunchKernel = fn(
             "cuLaunchKernel",
             [c.c_void_p, c.c_uint, c.c_uint, c.c_uint, c.c_uint, c.c_uint, c.c_uint, c.c_uint,
@@ -260,13 +272,54 @@ def _nvrtc_compile(nvrtc, spec, capability):
 
 
 class _Kernel:
-    """One loaded variant: its CUfunction and the launch geometry read from attn_launch_info."""
+    """One loaded variant: its CUfunction and the launch geometry read from attn_launch_info (8 entries:
+    threads, smem, BLOCK_M, grid mode, tensor-map box rows of q / kv / o, CTAs per SM)."""
 
-    __slots__ = ("index", "name", "module", "function", "threads", "smem", "block_m", "origin")
+    __slots__ = ("index", "name", "module", "function", "threads", "smem", "block_m", "grid_mode", "tma_rows",
+                 "ctas_per_sm", "sm_count", "origin")
 
-    def __init__(self, index, name, module, function, info, origin):
+    def __init__(self, index, name, module, function, info, sm_count, origin):
         self.index, self.name, self.module, self.function, self.origin = index, name, module, function, origin
-        self.threads, self.smem, self.block_m = info[0], info[1], info[2]
+        self.threads, self.smem, self.block_m, self.grid_mode = info[0], info[1], info[2], info[3]
+        self.tma_rows = (info[4], info[5], info[6])  # q, kv, o; kv 0: no tensor maps
+        self.ctas_per_sm, self.sm_count = info[7], sm_count
+
+
+class _TensorMaps:
+    """The 4 tensor maps (q, k, v, o) a TMA kernel takes as its last, by-value parameter: 2-D tiled maps
+    over the flattened [batch * heads * t_max, 128] bf16 tensor, 128-byte swizzle, boxes of 64 columns.
+    Encoded maps are cached by (address, rows, box rows): the caching allocator hands the same addresses
+    back call after call, so most calls only copy 4 x 128 bytes."""
+
+    def __init__(self, driver):
+        self.encode_fn = driver.cuTensorMapEncodeTiled
+        self.driver = driver
+        self.cache = {}
+        # Scratch for one encode: 64-byte aligned (CUtensorMap's alignment) inside a larger buffer.
+        self.scratch_buf = ctypes.create_string_buffer(_TMAP_BYTES + 64)
+        self.scratch = (ctypes.addressof(self.scratch_buf) + 63) // 64 * 64
+        self.dims = (ctypes.c_uint64 * 2)(_HEAD_DIM, 0)
+        self.strides = (ctypes.c_uint64 * 1)(_HEAD_DIM * 2)
+        self.box = (ctypes.c_uint32 * 2)(64, 0)
+        self.elem_strides = (ctypes.c_uint32 * 2)(1, 1)
+
+    def encoded(self, ptr, rows, box_rows):
+        key = (ptr, rows, box_rows)
+        raw = self.cache.get(key)
+        if raw is None:
+            if ptr % 16:
+                raise ValueError("tensor at %#x is not 16-byte aligned, which TMA needs" % ptr)
+            self.dims[1] = rows
+            self.box[1] = box_rows
+            self.driver.check(self.encode_fn(self.scratch, _TMA_BF16, 2, ptr, self.dims, self.strides, self.box,
+                                             self.elem_strides, _TMA_INTERLEAVE_NONE, _TMA_SWIZZLE_128B,
+                                             _TMA_L2_256B, _TMA_OOB_NONE),
+                              "cuTensorMapEncodeTiled(rows %d, box rows %d)" % (rows, box_rows))
+            raw = ctypes.string_at(self.scratch, _TMAP_BYTES)
+            if len(self.cache) >= _MAX_TMAP_CACHE:
+                self.cache.clear()
+            self.cache[key] = raw
+        return raw
 
 
 class _Call:
@@ -275,18 +328,27 @@ class _Call:
     (kept in _State.calls): a holder freed before the launch reads silently becomes 0."""
 
     __slots__ = ("kernel", "function", "grid_x", "grid_y", "grid_z", "threads", "smem", "lse_shape",
-                 "ptrs", "ints", "params", "params_addr")
+                 "ptrs", "ints", "params", "params_addr", "rows", "tmaps_buf", "tmaps_addr")
 
     def __init__(self, kernel, batch_size, num_heads, t_max, col_width):
         self.kernel = kernel
         self.function = kernel.function
-        self.grid_x, self.grid_y, self.grid_z = t_max // kernel.block_m, num_heads, batch_size
+        tiles = (t_max // kernel.block_m) * num_heads * batch_size
+        if kernel.grid_mode == 1:  # persistent: one wave of CTAs walks the work tiles
+            self.grid_x, self.grid_y, self.grid_z = max(1, min(tiles, kernel.sm_count * kernel.ctas_per_sm)), 1, 1
+        else:
+            self.grid_x, self.grid_y, self.grid_z = t_max // kernel.block_m, num_heads, batch_size
         self.threads, self.smem = kernel.threads, kernel.smem
         self.lse_shape = (batch_size, num_heads, t_max)
-        # q, k, v, row_ptr, col_idx, seq_lens, o, lse; then batch_size, num_heads, t_max, col_width.
+        self.rows = batch_size * num_heads * t_max
+        # q, k, v, row_ptr, col_idx, seq_lens, o, lse; then batch_size, num_heads, t_max, col_width; then
+        # the 4 tensor maps by value (TMA kernels only), 64-byte aligned inside their buffer.
         self.ptrs = [ctypes.c_void_p(0) for _ in range(8)]
         self.ints = [ctypes.c_int(n) for n in (batch_size, num_heads, t_max, col_width)]
-        self.params = (ctypes.c_void_p * 12)(*[ctypes.addressof(x) for x in self.ptrs + self.ints])
+        self.tmaps_buf = ctypes.create_string_buffer(4 * _TMAP_BYTES + 64)
+        self.tmaps_addr = (ctypes.addressof(self.tmaps_buf) + 63) // 64 * 64
+        addrs = [ctypes.addressof(x) for x in self.ptrs + self.ints] + [self.tmaps_addr]
+        self.params = (ctypes.c_void_p * 13)(*addrs)
         self.params_addr = ctypes.addressof(self.params)
 
 
@@ -299,6 +361,7 @@ class _State:
         self.default = kernels[_dispatch.DEFAULT_VARIANT]
         self.stream = stream_fn
         self.calls = {}
+        self.tmaps = _TensorMaps(driver)
 
     def plan_call(self, key):
         """Checks the shapes of a call never seen before and picks its kernel (attn_tuner_dispatch)."""
@@ -348,6 +411,14 @@ class _State:
         p[5].value = seq_lens.data_ptr()
         p[6].value = o.data_ptr()
         p[7].value = lse.data_ptr()
+        q_rows, kv_rows, o_rows = call.kernel.tma_rows
+        if kv_rows:
+            enc, dst, rows, move = self.tmaps.encoded, call.tmaps_addr, call.rows, ctypes.memmove
+            move(dst, enc(p[0].value, rows, q_rows), _TMAP_BYTES)
+            move(dst + _TMAP_BYTES, enc(p[1].value, rows, kv_rows), _TMAP_BYTES)
+            move(dst + 2 * _TMAP_BYTES, enc(p[2].value, rows, kv_rows), _TMAP_BYTES)
+            if o_rows:
+                move(dst + 3 * _TMAP_BYTES, enc(p[6].value, rows, o_rows), _TMAP_BYTES)
         rc = self.launch(call.function, call.grid_x, call.grid_y, call.grid_z, call.threads, 1, 1, call.smem,
                          self.stream(self.device_index), call.params_addr, None)
         if rc != 0:
@@ -406,20 +477,30 @@ def _load_kernel(driver, index, spec, capability, nvrtc_cache):
         driver.check(driver.cuModuleGetGlobal(ctypes.byref(address), ctypes.byref(size), module, b"attn_launch_info"),
                      "cuModuleGetGlobal(attn_launch_info) of variant %s" % spec["name"])
         if size.value < 16:
-            raise RuntimeError("variant %s: attn_launch_info has %d bytes, expected int[4]" % (spec["name"], size.value))
-        info = (ctypes.c_int * 4)()
-        driver.check(driver.cuMemcpyDtoH(ctypes.addressof(info), address.value, 16),
+            raise RuntimeError("variant %s: attn_launch_info has %d bytes, expected int[4] or int[8]" % (
+                spec["name"], size.value))
+        info = (ctypes.c_int * 8)(0, 0, 0, 0, 0, 0, 0, 1)
+        n = 32 if size.value >= 32 else 16
+        driver.check(driver.cuMemcpyDtoH(ctypes.addressof(info), address.value, n),
                      "cuMemcpyDtoH(attn_launch_info) of variant %s" % spec["name"])
-        threads, smem, block_m, grid_mode = list(info)
-        if not (1 <= threads <= 1024) or smem < 0 or block_m < 1 or grid_mode != 0:
+        info = list(info)
+        threads, smem, block_m, grid_mode, q_rows, kv_rows, o_rows, ctas_per_sm = info
+        rows_ok = (kv_rows == 0 or (1 <= q_rows <= 256 and 1 <= kv_rows <= 256 and 0 <= o_rows <= 256))
+        if (not (1 <= threads <= 1024) or smem < 0 or block_m < 1 or grid_mode not in (0, 1) or ctas_per_sm < 1
+                or not rows_ok):
             raise RuntimeError("variant %s: attn_launch_info %s is not {threads 1..1024, smem >= 0, BLOCK_M >= 1, "
-                               "grid mode 0}" % (spec["name"], list(info)))
+                               "grid mode 0|1, box rows (q, kv 1..256, o 0..256) or kv 0, CTAs per SM >= 1}" % (
+                                   spec["name"], info))
+        dev, sm_count = ctypes.c_int(), ctypes.c_int()
+        driver.check(driver.cuDeviceGet(ctypes.byref(dev), torch.cuda.current_device()), "cuDeviceGet")
+        driver.check(driver.cuDeviceGetAttribute(ctypes.byref(sm_count), _CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                                                 dev.value), "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)")
         driver.check(driver.cuFuncSetAttribute(function, _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem),
                      "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES=%d) of variant %s" % (smem, spec["name"]))
     except Exception:
         driver.cuModuleUnload(module)
         raise
-    return _Kernel(index, spec["name"], module, function.value, (threads, smem, block_m), origin)
+    return _Kernel(index, spec["name"], module, function.value, info, sm_count.value, origin)
 
 
 def _self_check_case(block_m, device):

@@ -57,8 +57,6 @@ nlohmann::ordered_json variant_table(const ExportPlan& plan) {
   for (const ExportVariant& v : plan.variants) {
     nlohmann::ordered_json headers = nlohmann::ordered_json::array();
     for (const auto& h : v.headers) headers.push_back({h.first, header_file(v, h.first)});
-    nlohmann::ordered_json launch = nullptr;
-    if (v.launch) launch = {v.launch->threads, v.launch->smem_bytes, v.launch->block_m, v.launch->grid_mode};
     out.push_back({{"name", v.name},
                    {"template", v.template_name},
                    {"kernel", v.kernel},
@@ -69,7 +67,7 @@ nlohmann::ordered_json variant_table(const ExportPlan& plan) {
                    {"headers", headers},
                    {"defines", v.defines},
                    {"nvrtc_options", v.nvrtc_options},
-                   {"launch_info", launch}});
+                   {"launch_info", launch_info_json(v.launch)}});
   }
   return out;
 }

@@ -68,7 +68,9 @@ std::vector<std::string> cuda_include_dirs() {
   return dirs;
 }
 
-void collect_includes(const fs::path& file, std::set<std::string>& seen,
+// An include resolves like the preprocessor with -I<template dir>: beside the including file first, then in
+// the template's own directory (root), so blocks/x.cuh may include "blocks/y.cuh" or "hopper_common.cuh".
+void collect_includes(const fs::path& file, const fs::path& root, std::set<std::string>& seen,
                       std::vector<std::pair<std::string, std::string>>& out) {
   const auto text = read_text(file);
   if (!text) return;
@@ -78,13 +80,14 @@ void collect_includes(const fs::path& file, std::set<std::string>& seen,
   while (std::getline(lines, line)) {
     std::smatch m;
     if (!std::regex_search(line, m, include_re)) continue;
-    const fs::path inc = file.parent_path() / m[1].str();
+    fs::path inc = file.parent_path() / m[1].str();
+    if (!fs::exists(inc)) inc = root / m[1].str();
     const std::string key = fs::weakly_canonical(inc).string();
     if (!seen.insert(key).second) continue;
     const auto inc_text = read_text(inc);
     if (!inc_text) continue;
     out.emplace_back(m[1].str(), *inc_text);
-    collect_includes(inc, seen, out);
+    collect_includes(inc, root, seen, out);
   }
 }
 
@@ -185,7 +188,7 @@ ResourceUsage parse_ptxas_resources(const std::string& log, const std::string& k
 std::vector<std::pair<std::string, std::string>> local_includes(const std::string& source_path) {
   std::set<std::string> seen{fs::weakly_canonical(source_path).string()};
   std::vector<std::pair<std::string, std::string>> out;
-  collect_includes(source_path, seen, out);
+  collect_includes(source_path, fs::path(source_path).parent_path(), seen, out);
   std::sort(out.begin(), out.end());
   return out;
 }

@@ -219,7 +219,9 @@ json to_json(const EvalResponse& m) {
              {{"threads", m.launch.threads},
               {"smem_bytes", m.launch.smem_bytes},
               {"block_m", m.launch.block_m},
-              {"grid_mode", m.launch.grid_mode}}},
+              {"grid_mode", m.launch.grid_mode},
+              {"tma_rows", {m.launch.tma_q_rows, m.launch.tma_kv_rows, m.launch.tma_o_rows}},
+              {"ctas_per_sm", m.launch.ctas_per_sm}}},
             {"cases", cases},
             {"score_ms", num(m.score_ms)},
             {"family_median_ms", fam},
@@ -235,6 +237,16 @@ EvalResponse eval_response_from_json(const json& j) {
   if (j.contains("launch")) {
     const json& l = j.at("launch");
     m.launch = {get<int>(l, "threads"), get<int>(l, "smem_bytes"), get<int>(l, "block_m"), get<int>(l, "grid_mode")};
+    if (l.contains("tma_rows")) {  // generation-2 fields (absent in older workers' replies)
+      const json& r = l.at("tma_rows");
+      if (!r.is_array() || r.size() != 3 || !r[0].is_number_integer() || !r[1].is_number_integer() ||
+          !r[2].is_number_integer())
+        throw std::invalid_argument("field 'tma_rows' is not a list of 3 integers");
+      m.launch.tma_q_rows = r[0].get<int>();
+      m.launch.tma_kv_rows = r[1].get<int>();
+      m.launch.tma_o_rows = r[2].get<int>();
+    }
+    if (l.contains("ctas_per_sm")) m.launch.ctas_per_sm = get<int>(l, "ctas_per_sm");
   }
   if (j.contains("cases")) {
     if (!j.at("cases").is_array()) throw std::invalid_argument("field 'cases' is not a list");

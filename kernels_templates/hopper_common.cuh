@@ -115,7 +115,9 @@ __device__ __forceinline__ void convert_own_v_chunks(unsigned char* tile, int ti
 // past seq_len), online softmax in the exp2 domain, and P packed as fp16 wgmma A fragments. s: the S accumulator of one warpgroup tile (row qpos and
 // qpos + 8 of this thread, key columns key0 + 8j + 2(lane%4) + {0,1}). Updates row_max (log2 domain,
 // scaled) and row_sum (per-thread partial); alpha: the factor by which O must be rescaled.
-template <int KEYS>
+// FOLD: the 1/sqrt(128)*log2(e) scale folded into the exponent's FMA (one instruction per element); false
+// scales S first (a multiply, then a subtract), kept to measure the difference.
+template <int KEYS, bool FOLD = true>
 __device__ __forceinline__ void softmax_tile(float (&s)[KEYS / 2], unsigned (&pa)[KEYS / 16][4],
                                              float (&alpha)[2], float (&row_max)[2], float (&row_sum)[2],
                                              bool diagonal, int qpos, int key0, int seq_len, int lane) {
@@ -145,7 +147,8 @@ __device__ __forceinline__ void softmax_tile(float (&s)[KEYS / 2], unsigned (&pa
     for (int j = 0; j < kNTiles; ++j)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        const float p = fast_exp2(fmaf(s[j * 4 + 2 * hr + e], kScaleLog2, -base));
+        const float x = s[j * 4 + 2 * hr + e];
+        const float p = fast_exp2(FOLD ? fmaf(x, kScaleLog2, -base) : __fsub_rn(__fmul_rn(x, kScaleLog2), base));
         s[j * 4 + 2 * hr + e] = p;
         sum += p;
       }

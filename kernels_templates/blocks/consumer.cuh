@@ -1,0 +1,206 @@
+// Consumers of the generation-2 templates: warpgroup 1 + cwg owns query rows [64 cwg, 64 cwg + 64) of every
+// work tile. Per tile of the stream (pipeline.cuh): S = Q K^T (wgmma m64nBLOCK_Nk16, Q and K from swizzled
+// shared memory, bf16 -> fp32), the online softmax in the exp2 domain with the diagonal kv block masked
+// (hopper_common.cuh), O += P V (wgmma m64n128k16, P fp16 from registers, V fp16 MN-major).
+//   OVERLAP 1   FlashAttention-3's intra-warpgroup pipelining: S of tile i is issued before P V of tile
+//               i-1, and the softmax of tile i runs while P V of tile i-1 is on the tensor cores.
+//   PINGPONG 1  FlashAttention-3's inter-warpgroup ping-pong: the two consumer warpgroups take turns to
+//               issue their GEMMs (named barriers 3 and 4), so one's softmax hides under the other's GEMMs.
+//   RESCALE_SKIP 1  O is rescaled only when some row maximum of the warp moved (alpha != 1).
+// Sources: Shah et al., "FlashAttention-3" (2024), sections 3.1-3.2; PTX ISA, wgmma register fragments.
+#pragma once
+#include "blocks/epilogue.cuh"
+#include "blocks/tile_scheduler.cuh"
+
+namespace hopper {
+
+/// Ping-pong turn-taking between the two consumer warpgroups (no-ops unless T::kPingpong).
+template <class T>
+struct Turns {
+  int cwg;
+  __device__ __forceinline__ void start() const {  // warpgroup 0 goes first
+    if constexpr (T::kPingpong) if (cwg == 1) named_arrive(3, 256);
+  }
+  __device__ __forceinline__ void wait() const {
+    if constexpr (T::kPingpong) named_sync(3 + cwg, 256);
+  }
+  __device__ __forceinline__ void pass() const {
+    if constexpr (T::kPingpong) named_arrive(4 - cwg, 256);
+  }
+  __device__ __forceinline__ void finish() const {  // takes warpgroup 1's last pass
+    if constexpr (T::kPingpong) if (cwg == 0) named_sync(3, 256);
+  }
+};
+
+template <class T, bool Fold, bool RescaleSkip>
+__device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* smem, const AttnTmaps& maps,
+                                        const KernelArgs& a, int cwg, int tid) {
+  constexpr int kN = T::kBlockN;
+  const WgRows r{cwg, cwg * 64, cwg * 64 + (tid >> 5) * 16 + ((tid & 31) >> 2), tid};
+  const int lane = tid & 31;
+  const int q_tiles = a.t_max / T::kBlockM, batch_heads = a.batch_size * a.num_heads;
+  const Turns<T> turns{cwg};
+  float acc[64];
+  float row_max[2], row_sum[2];
+  unsigned pa[kN / 16][4];  // P of the tile whose P V is pending (OVERLAP)
+  unsigned long long q_desc = 0;
+
+  auto issue_qk = [&](float (&sc)[kN / 2], int slot) {
+    const unsigned long long k_desc = make_desc(pl.k(slot), 16, 1024);
+#pragma unroll
+    for (int j = 0; j < kN / 2; ++j) sc[j] = 0.f;
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < 8; ++kk)
+      wgmma_qk(sc, desc_add(q_desc, (kk >> 2) * T::kQHalf + (kk & 3) * 32),
+               desc_add(k_desc, (kk >> 2) * T::kKvHalf + (kk & 3) * 32));
+    wgmma_commit();
+  };
+  auto issue_pv = [&](int slot) {
+    const unsigned long long v_desc = make_desc(pl.v(slot), T::kKvHalf, 1024);
+#pragma unroll
+    for (int kk = 0; kk < kN / 16; ++kk) wgmma_rs_n128_tb(acc, pa[kk], desc_add(v_desc, kk * 2048));
+    wgmma_commit();
+  };
+  auto rescale = [&](const float (&alpha)[2]) {
+    if (RescaleSkip && !__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) return;
+#pragma unroll
+    for (int j = 0; j < 16; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[j * 4 + e] *= alpha[e >> 1];
+  };
+  auto finish_pv = [&]() {  // waits for the pending P V and makes its accumulators usable
+    wgmma_wait<0>();
+    fence_operands(acc);
+    fence_operands(pa);
+  };
+  auto release = [&](int slot) { mbar_arrive(pl.kv_empty(slot)); };  // the slot goes back to the producer
+
+  turns.start();
+  int i = 0;       // slot uses consumed
+  int q_uses = 0;  // Q loads consumed
+  for (;;) {
+    const int s0 = slot_of<T>(i);
+    const unsigned ph0 = parity_of<T>(i);
+    mbar_wait(pl.k_full(s0), ph0);
+    const int2 m0 = pl.meta[s0];
+    if (m0.x == kMetaExit) break;
+    const WorkTile wt = decode_work<T::kOrder>(m0.x, q_tiles, batch_heads, a.num_heads);
+    const int bh = wt.b * a.num_heads + wt.h;
+    const int q_pos0 = wt.q_tile * T::kBlockM;
+    const int q_block = q_pos0 / T::kBlock;
+    const int seq_len = __ldg(a.seq_lens + wt.b);
+    const int wg_last_row = q_pos0 % T::kBlock + r.wg_row0 + 63;  // in the q_block
+    __nv_bfloat16* o_rows = a.o + (size_t(bh) * a.t_max + q_pos0) * T::kBlock;
+    float* lse_rows = a.lse + size_t(bh) * a.t_max + q_pos0;
+    if (m0.y & kInfoEmpty) {
+      mbar_wait(pl.v_ready(s0), ph0);  // the converters have read meta: the slot may be refilled
+      release(s0);
+      ++i;
+      store_empty_rows(o_rows, lse_rows, r);
+      continue;
+    }
+    const int qb = q_buffer_of<T>(q_uses);
+    mbar_wait(pl.q_full(qb), q_parity_of<T>(q_uses));
+    ++q_uses;
+    q_desc = make_desc(pl.q(qb) + r.wg_row0 * 128, 16, 1024);  // this warpgroup's rows of the Q tile
+#pragma unroll
+    for (int j = 0; j < 64; ++j) acc[j] = 0.f;
+    row_max[0] = row_max[1] = ATTN_NEG_INF;
+    row_sum[0] = row_sum[1] = 0.f;
+    int prev_s = 0;  // OVERLAP: the slot whose P V is pending
+    unsigned prev_ph = 0;
+    for (bool last = false, first = true; !last; ++i, first = false) {
+      const int s = slot_of<T>(i);
+      const unsigned ph = parity_of<T>(i);
+      int info = m0.y;
+      if (!first) {  // the work tile's first use was waited for above
+        mbar_wait(pl.k_full(s), ph);
+        info = pl.meta[s].y;
+      }
+      last = info & kInfoLast;
+      const int kv = info_kv(info), key0 = info_sub(info) * kN;
+      // Without OVERLAP, a tile whose keys all lie above every row of this warpgroup (diagonal block,
+      // BLOCK_N < rows) gets no math; the ping-pong turns stay balanced with the other warpgroup.
+      const bool skip = !T::kOverlap && kv == q_block && key0 > wg_last_row;
+      if (T::kOverlap) {
+        // Branch-free wgmma issue (a wgmma under a run-time condition makes ptxas serialise them all,
+        // C7520): the first tile is peeled off, and a fully masked tile is computed (P = 0), not skipped.
+        float sc[kN / 2], alpha[2];
+        unsigned pn[kN / 16][4];
+        if (first) {
+          turns.wait();
+          issue_qk(sc, s);
+          turns.pass();
+          wgmma_wait<0>();
+          fence_operands(sc);
+          if (last) mbar_arrive(pl.q_empty(qb));
+          softmax_tile<kN, Fold>(sc, pa, alpha, row_max, row_sum, kv == q_block, q_pos0 + r.my_row0,
+                                 kv * T::kBlock + key0, seq_len, lane);
+        } else {
+          mbar_wait(pl.v_ready(prev_s), prev_ph);
+          turns.wait();
+          issue_qk(sc, s);
+          issue_pv(prev_s);
+          turns.pass();
+          wgmma_wait<1>();
+          fence_operands(sc);
+          if (last) mbar_arrive(pl.q_empty(qb));  // every Q K^T of the work tile is done
+          softmax_tile<kN, Fold>(sc, pn, alpha, row_max, row_sum, kv == q_block, q_pos0 + r.my_row0,
+                                 kv * T::kBlock + key0, seq_len, lane);
+          finish_pv();
+          release(prev_s);
+          rescale(alpha);
+#pragma unroll
+          for (int kk = 0; kk < kN / 16; ++kk)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) pa[kk][e] = pn[kk][e];
+        }
+        prev_s = s;
+        prev_ph = ph;
+      } else {
+        if (!skip) {
+          float sc[kN / 2], alpha[2];
+          turns.wait();
+          issue_qk(sc, s);
+          turns.pass();
+          wgmma_wait<0>();
+          fence_operands(sc);
+          if (last) mbar_arrive(pl.q_empty(qb));
+          softmax_tile<kN, Fold>(sc, pa, alpha, row_max, row_sum, kv == q_block, q_pos0 + r.my_row0,
+                                 kv * T::kBlock + key0, seq_len, lane);
+          rescale(alpha);
+          mbar_wait(pl.v_ready(s), ph);
+          turns.wait();
+          wgmma_fence();
+          issue_pv(s);
+          turns.pass();
+          finish_pv();
+        } else {
+          turns.wait();
+          turns.pass();
+          turns.wait();
+          turns.pass();
+          if (last) mbar_arrive(pl.q_empty(qb));
+          mbar_wait(pl.v_ready(s), ph);
+        }
+        release(s);
+      }
+    }
+    if (T::kOverlap) {  // the last tile's P V
+      mbar_wait(pl.v_ready(prev_s), prev_ph);
+      turns.wait();
+      wgmma_fence();
+      issue_pv(prev_s);
+      turns.pass();
+      finish_pv();
+      release(prev_s);
+    }
+    store_tile<T>(pl, smem, maps, acc, row_max, row_sum, o_rows, lse_rows, q_pos0, seq_len,
+                  bh * a.t_max + q_pos0, r);
+  }
+  turns.finish();
+  drain_stores<T>(r);
+}
+
+}  // namespace hopper

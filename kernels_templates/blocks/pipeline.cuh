@@ -1,0 +1,98 @@
+// The pipeline state the generation-2 blocks share: shared-memory addresses of the Q / O / K / V buffers and
+// of the mbarriers, the per-slot tile descriptor the producer publishes, and the kernel arguments.
+//
+// The producer publishes one stream of slot uses: use i lives in ring slot i % STAGES, phase (i / STAGES) & 1.
+// Each use carries meta[slot] = {w, info}: w the work tile number (or kExit), info the kv block, the
+// sub-tile, and the flags below. A work tile is a run of uses ending with kLast; a tile without any kv block
+// is one use flagged kEmpty (no data). Consumers and converters walk the same stream, so they never read the
+// CSR or the schedule themselves.
+//   k_full[s]   producer: 1 arrival (+ K bytes by TMA)     -> consumers read K
+//   v_full[s]   producer: 1 arrival (+ V bytes by TMA)     -> converters turn V into fp16
+//   v_ready[s]  converters: one arrival per converter thread -> consumers read V
+//   kv_empty[s] consumers: one arrival per consumer thread  -> producer refills the slot
+//   q_full[b]   producer: 1 arrival (+ Q bytes)             -> consumers read Q buffer b
+//   q_empty[b]  consumers, after the tile's last Q K^T      -> producer refills Q buffer b
+// Q loads (work tiles with data) are counted apart: load j uses buffer j % Q_BUFFERS, phase
+// (j / Q_BUFFERS) & 1.
+#pragma once
+#include "hopper_common.cuh"
+#include "blocks/tma.cuh"
+
+namespace hopper {
+
+constexpr int kMetaExit = -1;            // meta.x: no more work
+constexpr int kInfoLast = 1 << 20;       // the last use of its work tile
+constexpr int kInfoEmpty = 1 << 21;      // a work tile with no kv block: o = 0, lse = -inf, no data
+constexpr int kInfoKvMask = 0xFFFF;      // kv block index in bits 0-15, sub-tile in bits 16-19
+
+/// The kv block and the sub-tile (0 .. 128 / BLOCK_N - 1) of a slot's info word (flags stripped).
+__device__ __forceinline__ int info_kv(int info) { return info & kInfoKvMask; }
+__device__ __forceinline__ int info_sub(int info) { return (info >> 16) & 0xF; }
+
+/// Kernel arguments (ABI.md), gathered once.
+struct KernelArgs {
+  const int* row_ptr;
+  const int* col_idx;
+  const int* seq_lens;
+  __nv_bfloat16* o;
+  float* lse;
+  int batch_size, num_heads, t_max, col_width;
+};
+
+template <class T>
+struct Pipeline {
+  static constexpr int kBars = 4 * T::kStages + 2 * T::kQBuffers;
+  unsigned base;  // shared-window address of the 1024-aligned dynamic buffer
+  unsigned bars;  // shared-window address of the mbarrier array (static shared memory)
+  int2* meta;     // STAGES slot descriptors
+
+  __device__ __forceinline__ unsigned q(int b) const { return base + T::kOffQ + unsigned(b) * T::kQBytes; }
+  __device__ __forceinline__ unsigned o() const { return base + T::kOffO; }
+  __device__ __forceinline__ unsigned k(int slot) const { return base + T::kOffK + unsigned(slot) * T::kKvBytes; }
+  __device__ __forceinline__ unsigned v(int slot) const { return base + T::kOffV + unsigned(slot) * T::kKvBytes; }
+  __device__ __forceinline__ unsigned k_full(int s) const { return bars + 8u * unsigned(s); }
+  __device__ __forceinline__ unsigned v_full(int s) const { return bars + 8u * unsigned(T::kStages + s); }
+  __device__ __forceinline__ unsigned v_ready(int s) const { return bars + 8u * unsigned(2 * T::kStages + s); }
+  __device__ __forceinline__ unsigned kv_empty(int s) const { return bars + 8u * unsigned(3 * T::kStages + s); }
+  __device__ __forceinline__ unsigned q_full(int b) const { return bars + 8u * unsigned(4 * T::kStages + b); }
+  __device__ __forceinline__ unsigned q_empty(int b) const {
+    return bars + 8u * unsigned(4 * T::kStages + T::kQBuffers + b);
+  }
+
+  /// One thread initialises every mbarrier with its arrival count (the block syncs afterwards).
+  __device__ __forceinline__ void init() const {
+    for (int s = 0; s < T::kStages; ++s) {
+      mbar_init(k_full(s), 1);
+      mbar_init(v_full(s), 1);
+      mbar_init(v_ready(s), 32 * T::kConverterWarps);
+      mbar_init(kv_empty(s), 128 * T::kConsumers);
+    }
+    for (int b = 0; b < T::kQBuffers; ++b) {
+      mbar_init(q_full(b), 1);
+      mbar_init(q_empty(b), 128 * T::kConsumers);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");  // visible to the copy engine
+  }
+};
+
+/// Buffer and phase parity of Q load j.
+template <class T>
+__device__ __forceinline__ int q_buffer_of(int j) {
+  return j % T::kQBuffers;
+}
+template <class T>
+__device__ __forceinline__ unsigned q_parity_of(int j) {
+  return unsigned(j / T::kQBuffers) & 1u;
+}
+
+/// Slot and phase parity of slot use i.
+template <class T>
+__device__ __forceinline__ int slot_of(int i) {
+  return i % T::kStages;
+}
+template <class T>
+__device__ __forceinline__ unsigned parity_of(int i) {
+  return unsigned(i / T::kStages) & 1u;
+}
+
+}  // namespace hopper

@@ -1,0 +1,140 @@
+// Producer of the generation-2 templates: one thread of warpgroup 0 walks the tile schedule, filters each
+// work tile's CSR row, and streams Q, K and V into shared memory with TMA (pipeline.cuh describes the
+// stream); warps 1..CONVERTERS of the same warpgroup convert each V tile from bf16 to fp16 in place, so
+// that P V runs with fp16 P (bf16 P fails the harness tolerance: DESIGN.md).
+#pragma once
+#include "blocks/pipeline.cuh"
+#include "blocks/tile_scheduler.cuh"
+
+namespace hopper {
+
+/// The CSR entries of one work tile, filtered as reference.py filters them: an entry outside
+/// [0, min(q_block, valid_blocks - 1)] is dropped, a sub-tile whose keys all lie at or past seq_len or
+/// above every query row of the tile is skipped. Tile t (0 .. n - 1) is visited in KV_ORDER.
+template <class T>
+struct KvWalk {
+  const int* cols;  // this head's col_idx row
+  int begin, n, col_width, q_block, valid_blocks, seq_len, last_row;  // last_row: in the q_block, 0..127
+
+  /// Packed info (kv | sub << 16) of tile t, or -1 when it contributes nothing.
+  __device__ __forceinline__ int info(int t) const {
+    const int e = T::kKvOrder ? n / T::kSubTiles - 1 - t / T::kSubTiles : t / T::kSubTiles;
+    const int sub = T::kKvOrder ? T::kSubTiles - 1 - t % T::kSubTiles : t % T::kSubTiles;
+    const int kv = __ldg(cols + min(begin + e, col_width - 1));  // reference.py clamps the gather index
+    if (kv < 0 || kv > q_block || kv >= valid_blocks) return -1;
+    if (kv * T::kBlock + sub * T::kBlockN >= seq_len) return -1;
+    if (kv == q_block && sub * T::kBlockN > last_row) return -1;
+    return kv | (sub << 16);
+  }
+  /// First tile at or after t that contributes, or n.
+  __device__ __forceinline__ int next(int t, int& info_out) const {
+    for (; t < n; ++t)
+      if ((info_out = info(t)) >= 0) return t;
+    return n;
+  }
+};
+
+/// The producer thread. `i` counts slot uses (shared with nobody: every role counts its own).
+template <class T>
+__device__ __forceinline__ void produce(const Pipeline<T>& pl, const AttnTmaps& maps, const KernelArgs& a) {
+  const int q_tiles = a.t_max / T::kBlockM, batch_heads = a.batch_size * a.num_heads;
+  const TileScheduler<T::kSchedule> sched{q_tiles * batch_heads};
+  tma_prefetch(&maps.q);
+  tma_prefetch(&maps.k);
+  tma_prefetch(&maps.v);
+  int i = 0, q_loads = 0;
+  auto claim = [&](int w, int info) {  // next slot, once its last use is released; publishes meta
+    const int s = slot_of<T>(i);
+    if (i >= T::kStages) mbar_wait(pl.kv_empty(s), parity_of<T>(i) ^ 1u);
+    pl.meta[s] = make_int2(w, info);
+    ++i;
+    return s;
+  };
+  for (int w = sched.first(); w < sched.n_tiles; w = sched.next(w)) {
+    const WorkTile wt = decode_work<T::kOrder>(w, q_tiles, batch_heads, a.num_heads);
+    const int bh = wt.b * a.num_heads + wt.h;
+    const int q_blocks = a.t_max / T::kBlock;
+    const int q_block = wt.q_tile * T::kBlockM / T::kBlock;
+    const int row0 = wt.q_tile * T::kBlockM % T::kBlock;  // first row of the tile in its q_block
+    KvWalk<T> walk;
+    walk.seq_len = __ldg(a.seq_lens + wt.b);
+    walk.valid_blocks = (walk.seq_len + T::kBlock - 1) / T::kBlock;
+    walk.q_block = q_block;
+    walk.last_row = row0 + T::kBlockM - 1;
+    walk.col_width = a.col_width;
+    walk.cols = a.col_idx + size_t(bh) * a.col_width;
+    walk.begin = __ldg(a.row_ptr + size_t(bh) * (q_blocks + 1) + q_block);
+    walk.n = q_block < walk.valid_blocks
+                 ? (__ldg(a.row_ptr + size_t(bh) * (q_blocks + 1) + q_block + 1) - walk.begin) * T::kSubTiles
+                 : 0;
+    int info = -1;
+    int t = walk.next(0, info);
+    if (t >= walk.n) {  // nothing to attend to: one data-less use tells the consumers to write zeros
+      const int s = claim(w, kInfoEmpty | kInfoLast);
+      mbar_arrive(pl.k_full(s));
+      mbar_arrive(pl.v_full(s));
+      continue;
+    }
+    const int row = bh * a.t_max + wt.q_tile * T::kBlockM;  // first row in the flattened tensor
+    auto load_q = [&]() {  // after the first K/V tile: a wait for the Q buffer overlaps that load
+      const int b = q_buffer_of<T>(q_loads);
+      if (q_loads >= T::kQBuffers) mbar_wait(pl.q_empty(b), q_parity_of<T>(q_loads) ^ 1u);
+      ++q_loads;
+      mbar_arrive_expect_tx(pl.q_full(b), T::kQBytes);
+      tma_load_2d(pl.q(b), &maps.q, pl.q_full(b), 0, row);
+      tma_load_2d(pl.q(b) + T::kQHalf, &maps.q, pl.q_full(b), 64, row);
+    };
+    for (bool first = true; t < walk.n; first = false) {
+      int info_next = -1;
+      const int t_next = walk.next(t + 1, info_next);
+      const int s = claim(w, info | (t_next >= walk.n ? kInfoLast : 0));
+      const int kv_row = bh * a.t_max + info_kv(info) * T::kBlock + info_sub(info) * T::kBlockN;
+      mbar_arrive_expect_tx(pl.k_full(s), T::kKvBytes);
+      tma_load_2d(pl.k(s), &maps.k, pl.k_full(s), 0, kv_row);
+      tma_load_2d(pl.k(s) + T::kKvHalf, &maps.k, pl.k_full(s), 64, kv_row);
+      mbar_arrive_expect_tx(pl.v_full(s), T::kKvBytes);
+      tma_load_2d(pl.v(s), &maps.v, pl.v_full(s), 0, kv_row);
+      tma_load_2d(pl.v(s) + T::kKvHalf, &maps.v, pl.v_full(s), 64, kv_row);
+      if (first) load_q();
+      t = t_next;
+      info = info_next;
+    }
+  }
+  sched.finish();
+  const int s = claim(kMetaExit, 0);  // tells consumers and converters to leave
+  mbar_arrive(pl.k_full(s));
+  mbar_arrive(pl.v_full(s));
+}
+
+/// A converter thread (c in 0 .. 32 * CONVERTERS - 1): each V tile of the stream, bf16 -> fp16 in place,
+/// then fence the generic-proxy writes for wgmma (async proxy) and arrive on v_ready.
+template <class T>
+__device__ __forceinline__ void convert_v(const Pipeline<T>& pl, unsigned char* smem, int c) {
+  constexpr int kThreads = 32 * T::kConverterWarps;
+  constexpr int kChunks = T::kBlockN * 16;  // 16-byte chunks per V tile
+  for (int i = 0;; ++i) {
+    const int s = slot_of<T>(i);
+    mbar_wait(pl.v_full(s), parity_of<T>(i));
+    const int2 m = pl.meta[s];
+    if (m.x == kMetaExit) return;
+    if (!(m.y & kInfoEmpty)) {
+      unsigned char* tile = smem + (pl.v(s) - pl.base);
+#pragma unroll 4
+      for (int idx = c; idx < kChunks; idx += kThreads) {
+        uint4* p = reinterpret_cast<uint4*>(tile + idx * 16);  // chunk order is irrelevant in place
+        uint4 x = *p;
+        unsigned* w = reinterpret_cast<unsigned*>(&x);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const float2 f = __bfloat1622float2(*reinterpret_cast<__nv_bfloat162*>(&w[j]));
+          w[j] = pack_half2(f.x, f.y);
+        }
+        *p = x;
+      }
+      fence_proxy_async();
+    }
+    mbar_arrive(pl.v_ready(s));
+  }
+}
+
+}  // namespace hopper

@@ -1,0 +1,67 @@
+// Kernel traits of the generation-2 templates: one struct names every tile, pipeline and scheduling
+// parameter and derives the rest (thread counts, register split, shared-memory layout), in the manner of
+// FlashAttention's kernel_traits.h. The blocks (producer.cuh, consumer.cuh, epilogue.cuh,
+// tile_scheduler.cuh) read only this struct.
+//
+// Shared memory (dynamic, base aligned to 1024 bytes for the 128-byte swizzle), every tile a [rows x 128]
+// bf16 matrix stored as two [rows x 64] halves of 128-byte rows, 16-byte chunk c of row r at c ^ (r % 8)
+// (the layout TMA's SWIZZLE_128B writes and wgmma descriptors read; hopper_common.cuh):
+//   Q  Q_BUFFERS x [BLOCK_M x 128] work tile k uses buffer k % Q_BUFFERS, refilled once its consumers release it
+//   O  [BLOCK_M x 128]             epilogue staging (EPILOGUE >= 1 only)
+//   K  STAGES x [BLOCK_N x 128]    ring
+//   V  STAGES x [BLOCK_N x 128]    ring, converted bf16 -> fp16 in place before P V (DESIGN.md)
+#pragma once
+
+namespace hopper {
+
+template <int Consumers, int BlockN, int Stages, int ProducerRegs, int CtasPerSm, int Epilogue, int Schedule,
+          int Order, int KvOrder, int Overlap, int Pingpong, int Converters, int QBuffers>
+struct Fa3Traits {
+  static constexpr int kBlock = 128;              // q_block / kv block size and head dim (spec.py)
+  static constexpr int kConsumers = Consumers;    // consumer warpgroups, 64 query rows each
+  static constexpr int kBlockM = 64 * Consumers;  // query rows per work tile
+  static constexpr int kBlockN = BlockN;          // keys per pipeline tile
+  static constexpr int kSubTiles = kBlock / BlockN;
+  static constexpr int kStages = Stages;
+  static constexpr int kCtasPerSm = CtasPerSm;
+  static constexpr int kEpilogue = Epilogue;      // 0 registers -> global, 1 via smem, 2 via smem + TMA store
+  static constexpr int kSchedule = Schedule;      // 0 one CTA per tile, 1 persistent static, 2 persistent dynamic
+  static constexpr int kOrder = Order;            // work order (tile_scheduler.cuh)
+  static constexpr int kKvOrder = KvOrder;        // 0 CSR order (diagonal last), 1 reversed (diagonal first)
+  static constexpr bool kOverlap = Overlap != 0;  // softmax of tile i overlaps P V of tile i-1
+  static constexpr bool kPingpong = Pingpong != 0 && Consumers == 2;  // consumer warpgroups alternate GEMMs
+  static constexpr int kConverterWarps = Converters;  // producer-warpgroup warps converting V (1..3)
+  static constexpr int kQBuffers = QBuffers;  // 2: the next work tile's Q loads while this one computes
+
+  static constexpr int kThreads = (Consumers + 1) * 128;
+  // Registers: the kernel is compiled for kLaunchRegs per thread (__maxnreg__: 65536 per SM over kThreads x
+  // CtasPerSm, in steps of 8, at most 232 so that setmaxnreg.inc always raises); setmaxnreg then moves the
+  // producer warpgroup's share to the consumers (at most 240: FA3 uses 24 / 240 for one producer and two
+  // consumer warpgroups).
+  static constexpr int kLaunchRegs0 = (65536 / (kThreads * CtasPerSm)) / 8 * 8;
+  static constexpr int kLaunchRegs = kLaunchRegs0 > 232 ? 232 : kLaunchRegs0;
+  static constexpr int kProducerRegs = ProducerRegs;
+  static constexpr int kConsumerRegs0 = ((kLaunchRegs * (Consumers + 1) - ProducerRegs) / Consumers) / 8 * 8;
+  static constexpr int kConsumerRegs = kConsumerRegs0 > 240 ? 240 : kConsumerRegs0;
+
+  static constexpr int kQHalf = kBlockM * 128;     // bytes of one dims-half of the Q (and O) tile
+  static constexpr int kQBytes = 2 * kQHalf;
+  static constexpr int kKvHalf = BlockN * 128;     // bytes of one dims-half of a K or V tile
+  static constexpr int kKvBytes = 2 * kKvHalf;
+  static constexpr int kOffQ = 0;
+  static constexpr int kOffO = QBuffers * kQBytes;
+  static constexpr int kOffK = kOffO + (Epilogue ? kQBytes : 0);
+  static constexpr int kOffV = kOffK + Stages * kKvBytes;
+  static constexpr int kSmemBytes = 1024 + kOffV + Stages * kKvBytes;  // 1024: room to align the base
+
+  static_assert(Consumers == 1 || Consumers == 2, "64 or 128 query rows per work tile");
+  static_assert(BlockN == 64 || BlockN == 128, "wgmma n64 or n128 for S; a kv block is 128 keys");
+  static_assert(Stages >= 2, "the producer runs at least one tile ahead");
+  static_assert(ProducerRegs % 8 == 0 && ProducerRegs >= 24 && ProducerRegs <= kLaunchRegs,
+                "setmaxnreg.dec takes a multiple of 8 in 24..the launch registers");
+  static_assert(kConsumerRegs > kLaunchRegs, "setmaxnreg.inc must raise the consumers' registers");
+  static_assert(Converters >= 1 && Converters <= 3, "warps 1..3 of the producer warpgroup convert V");
+  static_assert(QBuffers == 1 || QBuffers == 2, "one or two Q buffers");
+};
+
+}  // namespace hopper

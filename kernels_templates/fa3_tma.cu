@@ -1,0 +1,123 @@
+// Generation-2 block-sparse causal flash-attention forward on Hopper (sm_90a), for the challenge contract
+// (kernels_templates/ABI.md, with tensor maps): FlashAttention-3's structure (Shah et al. 2024) built from
+// the blocks in blocks/ (traits, tile scheduler, TMA producer + V converters, wgmma consumers, epilogue).
+//
+//   warpgroup 0      producer: thread 0 streams Q / K / V with TMA along the tile schedule (producer.cuh);
+//                    warps 1..CONVERTERS turn each V tile into fp16 in place; setmaxnreg.dec
+//   warpgroups 1..C  consumers, 64 query rows each: S = Q K^T, masked online softmax (exp2), O += P V,
+//                    epilogue (consumer.cuh, epilogue.cuh); setmaxnreg.inc
+// Only the diagonal kv block is masked; rows at or past seq_len and rows without keys get o = 0, lse = -inf.
+//
+// Parameters (-D macros; space and constraints in fa3_tma.json), each a structural choice:
+//   CONSUMERS      consumer warpgroups (1 | 2): BLOCK_M = 64 * CONSUMERS query rows per work tile
+//   BLOCK_N        keys per pipeline tile (64 | 128)
+//   STAGES         K/V ring slots
+//   PRODUCER_REGS  registers per producer-warpgroup thread after setmaxnreg (the consumers get the rest)
+//   CTAS_PER_SM    CTAs resident per SM (register budget and persistent grid size)
+//   SCHEDULE       0 one CTA per work tile, 1 persistent static, 2 persistent dynamic (tile_scheduler.cuh)
+//   ORDER          work order: 0 longest first, 1 shortest first, 2 head-major (tile_scheduler.cuh)
+//   KV_ORDER       0 CSR order (diagonal block last), 1 reversed (diagonal block, the masked one, first)
+//   OVERLAP        1 softmax of tile i overlaps P V of tile i-1 (FA3 intra-warpgroup)
+//   PINGPONG       1 the two consumer warpgroups take turns issuing GEMMs (FA3 inter-warpgroup)
+//   EPILOGUE       0 direct stores, 1 via shared memory, 2 via shared memory + TMA store
+//   CONVERTERS     warps of the producer warpgroup that convert V (1..3)
+//   FOLD_SCALE     1 softmax scale folded into the exp2 FMA, 0 a separate multiply
+//   RESCALE_SKIP   1 skip the O rescale when no row maximum of the warp moved
+//   Q_BUFFERS      2 the next work tile's Q loads while this one computes; 1 one Q buffer
+#include "blocks/consumer.cuh"
+#include "blocks/producer.cuh"
+#include "blocks/traits.cuh"
+#include "hopper_common.cuh"
+
+#ifndef CONSUMERS
+#define CONSUMERS 2
+#endif
+#ifndef BLOCK_N
+#define BLOCK_N 128
+#endif
+#ifndef STAGES
+#define STAGES 2
+#endif
+#ifndef PRODUCER_REGS
+#define PRODUCER_REGS 32
+#endif
+#ifndef CTAS_PER_SM
+#define CTAS_PER_SM 1
+#endif
+#ifndef SCHEDULE
+#define SCHEDULE 1
+#endif
+#ifndef ORDER
+#define ORDER 0
+#endif
+#ifndef KV_ORDER
+#define KV_ORDER 1
+#endif
+#ifndef OVERLAP
+#define OVERLAP 1
+#endif
+#ifndef PINGPONG
+#define PINGPONG 0
+#endif
+#ifndef EPILOGUE
+#define EPILOGUE 1
+#endif
+#ifndef CONVERTERS
+#define CONVERTERS 3
+#endif
+#ifndef FOLD_SCALE
+#define FOLD_SCALE 1
+#endif
+#ifndef RESCALE_SKIP
+#define RESCALE_SKIP 0
+#endif
+#ifndef Q_BUFFERS
+#define Q_BUFFERS 2
+#endif
+
+namespace {
+using Traits = hopper::Fa3Traits<CONSUMERS, BLOCK_N, STAGES, PRODUCER_REGS, CTAS_PER_SM, EPILOGUE, SCHEDULE, ORDER,
+                                 KV_ORDER, OVERLAP, PINGPONG, CONVERTERS, Q_BUFFERS>;
+}  // namespace
+
+// {threads, dynamic smem bytes, BLOCK_M, grid mode (0 ABI grid, 1 persistent), tensor-map box rows of
+// q / kv / o (o: 0 = unused), CTAs per SM}: ABI.md.
+extern "C" __device__ int attn_launch_info[8] = {
+    Traits::kThreads, Traits::kSmemBytes, Traits::kBlockM,          SCHEDULE == 0 ? 0 : 1,
+    Traits::kBlockM,  Traits::kBlockN,    EPILOGUE == 2 ? 64 : 0, CTAS_PER_SM};
+
+extern "C" __global__ void __maxnreg__(Traits::kLaunchRegs)
+block_sparse_attn_fwd(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k,
+                      const __nv_bfloat16* __restrict__ v, const int* __restrict__ row_ptr,
+                      const int* __restrict__ col_idx, const int* __restrict__ seq_lens,
+                      __nv_bfloat16* __restrict__ o, float* __restrict__ lse, int batch_size, int num_heads,
+                      int t_max, int col_width, const __grid_constant__ hopper::AttnTmaps maps) {
+  using namespace hopper;
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  __shared__ __align__(8) unsigned long long bars[Pipeline<Traits>::kBars];
+  __shared__ int2 meta[Traits::kStages];
+  const unsigned raw_base = unsigned(__cvta_generic_to_shared(smem_raw));
+  const unsigned pad = ((raw_base + 1023) & ~1023u) - raw_base;
+  unsigned char* smem = smem_raw + pad;  // 1024-byte aligned, generic pointer
+  const Pipeline<Traits> pl{raw_base + pad, unsigned(__cvta_generic_to_shared(bars)), meta};
+  const KernelArgs args{row_ptr, col_idx, seq_lens, o, lse, batch_size, num_heads, t_max, col_width};
+
+  const int tid = threadIdx.x, wg = tid >> 7;
+  if (tid == 0) pl.init();
+  __syncthreads();
+
+  // The roles are the two branches of one if/else that never merge again: setmaxnreg re-partitions the
+  // registers, so nothing may be live across the split (HOPPER.md).
+  if (wg == 0) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Traits::kProducerRegs));
+    const int warp = tid >> 5;
+    if (warp == 0) {
+      if (tid == 0) produce<Traits>(pl, maps, args);
+    } else if (warp <= Traits::kConverterWarps) {
+      convert_v<Traits>(pl, smem, tid - 32);
+    }
+  } else {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Traits::kConsumerRegs));
+    consume<Traits, FOLD_SCALE != 0, RESCALE_SKIP != 0>(pl, smem, maps, args, wg - 1, tid & 127);
+  }
+}
