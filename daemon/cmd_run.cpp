@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "daemon/commands.hpp"
+#include "daemon/stale_worker.hpp"
 #include "daemon/supervise.hpp"
 #include "daemon/tuning_loop.hpp"
 #include "tuner/strategy.hpp"
@@ -83,6 +84,11 @@ void add_run_command(CLI::App& app) {
     StopRequest stop;
     SignalWatcher signals(stop);  // before any other thread starts
     PidFile pid(o->db_path);
+    if (auto note = reap_stale_worker(o->db_path)) {  // only while holding the DB: never a live daemon's worker
+      fmt::print("{}\n", *note);
+      spdlog::warn("{}", *note);
+      o->stale_worker_note = *note;
+    }
     const RunSummary s = run_tuning_loop(*o, stop);
     fmt::print("run {}: {} iterations, {}; best {} ms\n", s.run_id, s.iterations, s.stop_reason,
                s.best_ms ? fmt::format("{:.4f}", *s.best_ms) : std::string("-"));

@@ -15,6 +15,7 @@
 #include <spdlog/spdlog.h>
 
 #include "daemon/champion_book.hpp"
+#include "daemon/stale_worker.hpp"
 #include "db/iters_tsv.hpp"
 #include "db/store.hpp"
 #include "gpu/compiler.hpp"
@@ -121,6 +122,10 @@ class Loop {
         compiler_(CompilerOptions{o.cache_dir}),
         pool_(compiler_, o.compile_jobs ? o.compile_jobs : std::max(1u, std::thread::hardware_concurrency())),
         worker_(o.worker ? *o.worker : default_worker_command()) {
+    worker_.on_start([this](pid_t pid) {  // so that a later daemon can kill a worker that outlives this one
+      if (!save_worker_record(o_.db_path, make_worker_record(pid, worker_.command().exe)))
+        spdlog::warn("cannot write {}", worker_record_file_for(o_.db_path));
+    });
     cases_ = o.manifest.empty() ? builtin_suite(o.suite, o.root_seed) : suite_from_manifest_file(o.manifest);
     if (o.budget_s && *o.budget_s <= 0) throw std::invalid_argument("--budget must be positive");
     if (o.max_iterations && *o.max_iterations <= 0) throw std::invalid_argument("--iterations must be positive");
@@ -207,6 +212,7 @@ class Loop {
                         {"space_total", total},
                         {"space_seen", seen},
                         {"current", current},
+                        {"stale_worker", o_.stale_worker_note},
                         {"updated_unix", std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()}};
     const std::string path = status_file_for(o_.db_path), tmp = path + ".tmp";
     if (FILE* f = std::fopen(tmp.c_str(), "w")) {

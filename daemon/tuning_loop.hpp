@@ -35,6 +35,7 @@ struct RunOptions {
   double prepare_timeout_s = 900;       ///< building the suite's cases in a fresh worker
   std::optional<WorkerCommand> worker;  ///< default: this binary's `worker`
   bool progress = true;                 ///< one line per iteration on stdout
+  std::string stale_worker_note;        ///< set by `run` when it killed a previous daemon's worker (status)
 };
 
 /// How a run ended.
