@@ -9,6 +9,7 @@
 
 #include "daemon/commands.hpp"
 #include "daemon/stale_worker.hpp"
+#include "daemon/storage_checks.hpp"
 #include "daemon/supervise.hpp"
 #include "daemon/tuning_loop.hpp"
 #include "tuner/strategy.hpp"
@@ -72,6 +73,8 @@ void add_run_command(CLI::App& app) {
     if (std::find(names.begin(), names.end(), o->strategy) == names.end())
       throw CliError("--strategy: unknown '" + o->strategy + "' (exhaustive, random, local, evolutionary)");
     if (!worker_exe->empty()) o->worker = WorkerCommand{*worker_exe, {}};
+    // A read-only DB or folder, an unwritable iters.tsv or cache: a clear error before anything is logged.
+    check_run_storage(o->db_path, tsv_path_of(*o), o->cache_dir);
     // The DB's lock first, atomically (a second `run` gets DaemonRunning, exit 1, naming the holder), and
     // before detaching, so that the error reaches the terminal; a detached child inherits the lock.
     PidFile pid(o->db_path);
@@ -96,6 +99,7 @@ void add_run_command(CLI::App& app) {
     const RunSummary s = run_tuning_loop(*o, stop);
     fmt::print("run {}: {} iterations, {}; best {} ms\n", s.run_id, s.iterations, s.stop_reason,
                s.best_ms ? fmt::format("{:.4f}", *s.best_ms) : std::string("-"));
+    if (s.failed) throw std::runtime_error(fmt::format("run {} {}", s.run_id, s.stop_reason));  // exit code 1
   });
 }
 

@@ -88,7 +88,14 @@ PidFile::PidFile(const std::string& db_path) : path_(pid_file_for(db_path)) {
     if (::fstat(fd, &held) == 0 && ::stat(path_.c_str(), &named) == 0 && held.st_ino == named.st_ino &&
         held.st_dev == named.st_dev) {
       fd_ = fd;
-      set_holder(::getpid());
+      try {
+        set_holder(::getpid());
+      } catch (...) {  // e.g. a full disk: leave no empty pid file behind
+        ::unlink(path_.c_str());
+        ::close(fd_);
+        fd_ = -1;
+        throw;
+      }
       return;
     }
     ::close(fd);  // locked a file that its holder removed meanwhile

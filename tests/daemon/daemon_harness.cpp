@@ -28,8 +28,9 @@ Output run_tuner(const std::string& args, const std::string& env) {
   return out;
 }
 
-pid_t spawn_tuner(const std::string& args, const std::string& env, const std::string& log_path) {
-  const std::string cmd = "exec env " + env + " '" + binary_path() + "' " + args + " >> '" + log_path + "' 2>&1";
+pid_t spawn_tuner(const std::string& args, const std::string& env, const std::string& log_path,
+                  const std::string& shell_prefix) {
+  const std::string cmd = shell_prefix + " exec env " + env + " '" + binary_path() + "' " + args + " >> '" + log_path + "' 2>&1";
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
@@ -57,13 +58,14 @@ std::string fake_worker_path() {
   return (fs::path(data_dir()).parent_path() / "daemon" / "fake_worker.py").string();
 }
 
-DaemonFixture::DaemonFixture() : dir(temp_dir("daemon")), db(dir + "/t.db"), tsv(dir + "/iters.tsv") {}
+DaemonFixture::DaemonFixture()
+    : dir(temp_dir("daemon")), db(dir + "/t.db"), tsv(dir + "/iters.tsv"), cache(dir + "/cache") {}
 
 std::string DaemonFixture::args(const std::string& extra, const std::string& strategy,
                                 const std::string& template_name) const {
   return "run --db '" + db + "' --tsv '" + tsv + "' --suite smoke --templates '" + data_dir() +
          "/fake_templates' --template " + template_name + " --strategy " + strategy + " --worker-exe '" +
-         fake_worker_path() + "' --cache '" + dir + "/cache' --jobs 2 " + watchdog + " " + extra;
+         fake_worker_path() + "' --cache '" + cache + "' --jobs 2 " + watchdog + " " + extra;
 }
 
 std::vector<IterationRecord> DaemonFixture::iterations() const {

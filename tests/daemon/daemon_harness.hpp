@@ -22,8 +22,10 @@ struct Output {
 Output run_tuner(const std::string& args, const std::string& env = "");
 
 /// Starts `attn-tuner <args>` in the background (through `sh -c exec`, so the pid is the daemon's) with
-/// stdout and stderr appended to `log_path`. Returns its pid; reap it with wait_exit().
-pid_t spawn_tuner(const std::string& args, const std::string& env, const std::string& log_path);
+/// stdout and stderr appended to `log_path`. `shell_prefix` runs in that shell first (e.g. "ulimit -f 64;").
+/// Returns its pid; reap it with wait_exit().
+pid_t spawn_tuner(const std::string& args, const std::string& env, const std::string& log_path,
+                  const std::string& shell_prefix = "");
 
 /// Waits for child `pid` to end; returns its wait status (-1 on error).
 int wait_exit(pid_t pid);
@@ -35,6 +37,7 @@ std::string read_text(const std::string& path);
 struct DaemonFixture {
   std::string dir;
   std::string db, tsv;
+  std::string cache;                                             ///< cubin cache folder (dir/cache)
   std::string watchdog = "--watchdog-min 0.5 --watchdog-cap 2";  ///< hang deadline options
   DaemonFixture();
   /// `run` arguments: smoke suite, the fake template, `strategy`, `watchdog`, then `extra`.
