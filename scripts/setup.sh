@@ -17,6 +17,19 @@ if ((${#missing[@]})); then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
 fi
+# clang with the libFuzzer runtime builds fuzz/ (optional: without it the fuzz targets are skipped).
+optional=(clang libclang-rt-dev)
+missing_optional=()
+for p in "${optional[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing_optional+=("$p")
+done
+if ((${#missing_optional[@]})); then
+  echo "setup: installing ${missing_optional[*]} (optional: the libFuzzer targets)"
+  sudo=""; [[ $(id -u) -ne 0 ]] && sudo=sudo
+  $sudo apt-get update -qq || true
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing_optional[@]}" ||
+    echo "setup: could not install ${missing_optional[*]}: the fuzz targets will be skipped" >&2
+fi
 if [[ ! -f /usr/local/cuda/include/nvrtc.h ]]; then
   echo "setup: the CUDA 13 toolkit (NVRTC, driver API headers) must be installed at /usr/local/cuda" >&2
   exit 1
