@@ -54,6 +54,16 @@ std::string read_text(const std::string& path) {
   return ss.str();
 }
 
+Census census(const std::vector<IterationRecord>& iterations) {
+  Census c;
+  for (const auto& it : iterations) {
+    if (!is_finished(it.status)) c.running.push_back(it.iter);
+    else if (it.status == IterationStatus::interrupted) ++c.interrupted;
+    else if (!c.evaluated.insert(it.template_name + " " + it.params).second) c.duplicated.push_back(it.params);
+  }
+  return c;
+}
+
 std::string fake_worker_path() {
   return (fs::path(data_dir()).parent_path() / "daemon" / "fake_worker.py").string();
 }

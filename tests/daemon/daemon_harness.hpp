@@ -5,6 +5,8 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -47,6 +49,16 @@ struct DaemonFixture {
   /// Waits until `n` iterations are finished (or `timeout_s`); returns how many there were.
   std::size_t wait_finished(std::size_t n, double timeout_s) const;
 };
+
+/// What a DB's iterations say about a search: the configs evaluated ("template params" of keep, discard and
+/// crash rows), those evaluated more than once, and the interrupted and still running iterations.
+struct Census {
+  std::set<std::string> evaluated;
+  std::vector<std::string> duplicated;
+  int interrupted = 0;
+  std::vector<std::int64_t> running;
+};
+Census census(const std::vector<IterationRecord>& iterations);
 
 /// tests/daemon/fake_worker.py in the source tree.
 std::string fake_worker_path();

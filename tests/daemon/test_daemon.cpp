@@ -85,18 +85,11 @@ TEST(Daemon, KilledDaemonResumesWithoutLosingOrDuplicatingAnIteration) {
   ASSERT_EQ(again.code, 0) << again.text;
   EXPECT_NE(again.text.find("marked interrupted"), std::string::npos) << again.text;
   const auto its = f.iterations();
-  std::set<std::string> evaluated;
-  int interrupted = 0;
-  for (const auto& it : its) {
-    ASSERT_TRUE(is_finished(it.status)) << "iteration " << it.iter << " left running";
-    if (it.status == IterationStatus::interrupted) {
-      ++interrupted;
-      continue;
-    }
-    EXPECT_TRUE(evaluated.insert(it.params).second) << "config evaluated twice: " << it.params;
-  }
-  EXPECT_EQ(evaluated.size(), kFakeSpace);                    // nothing lost
-  EXPECT_LE(interrupted, 1);                                   // at most the one in flight
+  const test::Census c = test::census(its);
+  EXPECT_TRUE(c.running.empty()) << c.running.size() << " iteration(s) left running";
+  EXPECT_TRUE(c.duplicated.empty()) << "config evaluated twice: " << c.duplicated.front();
+  EXPECT_EQ(c.evaluated.size(), kFakeSpace);                  // nothing lost
+  EXPECT_LE(c.interrupted, 1);                                 // at most the one in flight
   EXPECT_GE(its.size(), before);                               // nothing logged before the kill vanished
   EXPECT_EQ(read_file(f.tsv), render_all(its));
   auto db = ExperimentDb::open(f.db, ExperimentDb::Mode::read_only);

@@ -151,16 +151,10 @@ TEST(KillCampaign, TwentySixSigkillsLoseNothingDuplicateNothingAndLeaveNoProcess
   EXPECT_EQ(runs.back().status, RunStatus::finished);
 
   const auto its = db.iterations();
-  std::set<std::string> evaluated;
-  int interrupted = 0;
-  for (const auto& it : its) {
-    ASSERT_TRUE(is_finished(it.status)) << "iteration " << it.iter << " still running";
-    if (it.status == IterationStatus::interrupted) {
-      ++interrupted;
-      continue;
-    }
-    EXPECT_TRUE(evaluated.insert(it.template_name + " " + it.params).second) << "evaluated twice: " << it.params;
-  }
+  const test::Census census = test::census(its);
+  EXPECT_TRUE(census.running.empty()) << census.running.size() << " iteration(s) still running";
+  EXPECT_TRUE(census.duplicated.empty()) << "evaluated twice: " << census.duplicated.front();
+  const int interrupted = census.interrupted;
   for (const auto& [iter, before] : committed) {
     const auto it = std::find_if(its.begin(), its.end(), [&](const IterationRecord& r) { return r.iter == iter; });
     ASSERT_NE(it, its.end()) << "iteration " << iter << " lost";
