@@ -47,7 +47,8 @@ ExperimentDb ExperimentDb::open(const std::string& path, Mode mode) {
       db::ensure_schema(conn);
       return ExperimentDb(std::move(conn));
     } catch (const sqlite::Error& e) {
-      if (e.code() != SQLITE_CANTOPEN || !on_read_only_storage(path)) throw;
+      // CANTOPEN on a read-only file system; READONLY (cannot initialise -shm) in a read-only folder.
+      if ((e.code() != SQLITE_CANTOPEN && e.code() != SQLITE_READONLY) || !on_read_only_storage(path)) throw;
     }
     // A DB in WAL mode (ours) on read-only storage: SQLite cannot create <db>-shm, so even a read-only
     // connection fails. Nothing can write there either, so the file can be read as immutable, unless a
