@@ -1,12 +1,15 @@
 // `attn-tuner run`: the tuning daemon, in the foreground (a progress line per iteration) or detached.
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "daemon/commands.hpp"
+#include "daemon/stale_worker.hpp"
+#include "daemon/storage_checks.hpp"
 #include "daemon/supervise.hpp"
 #include "daemon/tuning_loop.hpp"
 #include "tuner/strategy.hpp"
@@ -70,22 +73,33 @@ void add_run_command(CLI::App& app) {
     if (std::find(names.begin(), names.end(), o->strategy) == names.end())
       throw CliError("--strategy: unknown '" + o->strategy + "' (exhaustive, random, local, evolutionary)");
     if (!worker_exe->empty()) o->worker = WorkerCommand{*worker_exe, {}};
-    if (auto other = running_daemon(o->db_path))
-      throw CliError(fmt::format("a daemon (pid {}) is already running on {}", *other, o->db_path));
+    // A read-only DB or folder, an unwritable iters.tsv or cache: a clear error before anything is logged.
+    check_run_storage(o->db_path, tsv_path_of(*o), o->cache_dir);
+    // The DB's lock first, atomically (a second `run` gets DaemonRunning, exit 1, naming the holder), and
+    // before detaching, so that the error reaches the terminal; a detached child inherits the lock.
+    PidFile pid(o->db_path);
+    if (auto note = reap_stale_worker(o->db_path)) {  // only while holding the DB: never a live daemon's worker
+      fmt::print("{}\n", *note);
+      spdlog::warn("{}", *note);
+      o->stale_worker_note = *note;
+    }
     if (*detach) {
       const std::string log = log_file_for(o->db_path);
+      std::fflush(stdout);
       if (pid_t child = detach_to_background(log); child > 0) {
+        pid.hand_over();
         fmt::print("attn-tuner running in the background: pid {}, log {}, stop with `attn-tuner stop --db {}`\n",
                    child, log, o->db_path);
         return;
       }
+      pid.set_holder(::getpid());
     }
     StopRequest stop;
     SignalWatcher signals(stop);  // before any other thread starts
-    PidFile pid(o->db_path);
     const RunSummary s = run_tuning_loop(*o, stop);
     fmt::print("run {}: {} iterations, {}; best {} ms\n", s.run_id, s.iterations, s.stop_reason,
                s.best_ms ? fmt::format("{:.4f}", *s.best_ms) : std::string("-"));
+    if (s.failed) throw std::runtime_error(fmt::format("run {} {}", s.run_id, s.stop_reason));  // exit code 1
   });
 }
 

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "daemon/commands.hpp"
+#include "daemon/stale_worker.hpp"
 #include "daemon/supervise.hpp"
 #include "db/iters_tsv.hpp"
 #include "db/store.hpp"
@@ -36,6 +37,14 @@ void add_status_command(CLI::App& app) {
       }
     }
     const bool live_ok = live.is_object() && live.value("run_id", std::int64_t(-1)) == run.id;
+    // A worker killed by a daemon at its start (that run's status file says so), or one alive right now
+    // although no daemon runs (the next `run` kills it).
+    const std::string stale_killed = live_ok ? live.value("stale_worker", "") : "";
+    std::string stale_alive;
+    if (!pid)
+      if (const auto s = find_stale_worker(*db_path))
+        stale_alive = fmt::format("stale {} is alive although no daemon runs: the next `run` kills it (or kill -KILL -{})",
+                                  s->describe(), s->record.pgid);
     const RunProgress p = db.run_progress(run.id);
     const double elapsed = live_ok ? live.value("elapsed_s", 0.0) : 0.0;
     const double rate_h = elapsed > 0 ? p.iterations / elapsed * 3600 : 0;
@@ -58,6 +67,7 @@ void add_status_command(CLI::App& app) {
                           {"progress", p}, {"rate_per_hour", rate_h},
                           {"eta_s", eta_s ? nlohmann::json(*eta_s) : nlohmann::json()},
                           {"current", live_ok ? live.value("current", "") : ""},
+                          {"stale_worker_killed", stale_killed}, {"stale_worker_alive", stale_alive},
                           {"champion", champ_it ? nlohmann::json(*champ_it) : nlohmann::json()}};
       fmt::print("{}\n", j.dump(2));
       return;
@@ -67,6 +77,8 @@ void add_status_command(CLI::App& app) {
                run.strategy, run.started_at);
     if (run.status != RunStatus::running) fmt::print("ended {}: {}\n", run.ended_at, run.stop_reason);
     if (live_ok && run.status == RunStatus::running) fmt::print("in flight: {}\n", live.value("current", "-"));
+    if (!stale_killed.empty()) fmt::print("{}\n", stale_killed);
+    if (!stale_alive.empty()) fmt::print("warning: {}\n", stale_alive);
     fmt::print("iterations {}: keep {}, discard {}, crash {}, interrupted {}; {:.0f} configs/hour; GPU {:.0f} s, NVRTC {:.0f} s\n",
                p.iterations, p.keep, p.discard, p.crash, p.interrupted, rate_h, p.gpu_ms / 1000, p.compile_ms / 1000);
     if (eta_s) fmt::print("ETA {:.0f} min (budget, iteration limit or search space, whichever ends first)\n", *eta_s / 60);

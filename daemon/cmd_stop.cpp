@@ -22,7 +22,8 @@ void add_stop_command(CLI::App& app) {
   cmd->add_option("--wait", *wait_s, "seconds to wait for the daemon to exit")->capture_default_str();
   cmd->callback([db, now, wait_s] {
     const auto pid = running_daemon(*db);
-    if (!pid) throw CliError("no daemon is running on " + *db + " (no live pid in " + pid_file_for(*db) + ")");
+    if (!pid) throw CliError("no daemon is running on " + *db + " (no process holds " + pid_file_for(*db) + ")");
+    if (*pid <= 0) throw CliError("the daemon holding " + *db + " has not written its pid yet; try again");
     ::kill(*pid, SIGTERM);
     if (*now) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));

@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <stdexcept>
 
 namespace attn {
@@ -22,8 +21,6 @@ sigset_t stop_signals() {
   sigaddset(&set, SIGUSR1);  // internal: wakes the watcher thread at shutdown
   return set;
 }
-
-bool alive(pid_t pid) { return pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM); }
 
 }  // namespace
 
@@ -49,33 +46,8 @@ SignalWatcher::~SignalWatcher() {
   thread_.join();
 }
 
-std::string pid_file_for(const std::string& db_path) { return db_path + ".pid"; }
 std::string log_file_for(const std::string& db_path) { return db_path + ".log"; }
 std::string status_file_for(const std::string& db_path) { return db_path + ".status.json"; }
-
-std::optional<pid_t> running_daemon(const std::string& db_path) {
-  std::ifstream in(pid_file_for(db_path));
-  long pid = 0;
-  if (!(in >> pid) || pid <= 0) return std::nullopt;
-  if (!alive(pid_t(pid))) return std::nullopt;
-  return pid_t(pid);
-}
-
-PidFile::PidFile(const std::string& db_path) : path_(pid_file_for(db_path)) {
-  if (auto other = running_daemon(db_path); other && *other != ::getpid())
-    throw std::runtime_error("another attn-tuner daemon (pid " + std::to_string(*other) + ") is running on " +
-                             db_path + "; stop it with `attn-tuner stop --db " + db_path + "`");
-  const auto parent = std::filesystem::path(path_).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent);
-  std::ofstream out(path_, std::ios::trunc);
-  out << ::getpid() << "\n";
-  if (!out) throw std::runtime_error("cannot write the pid file " + path_);
-}
-
-PidFile::~PidFile() {
-  std::error_code ec;
-  std::filesystem::remove(path_, ec);
-}
 
 pid_t detach_to_background(const std::string& log_path) {
   const auto parent = std::filesystem::path(log_path).parent_path();

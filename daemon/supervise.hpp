@@ -7,6 +7,8 @@
 #include <string>
 #include <thread>
 
+#include "daemon/pid_lock.hpp"
+
 namespace attn {
 
 /// How far a stop has been asked for. 0: run on; 1: finish the iteration in flight, then stop;
@@ -34,27 +36,10 @@ class SignalWatcher {
   std::thread thread_;
 };
 
-/// Files of a daemon working on `db_path`: "<db>.pid", "<db>.log" and "<db>.status.json" (live
-/// progress: what is in flight and the run's limits; the DB holds everything else).
-std::string pid_file_for(const std::string& db_path);
+/// Files of a daemon working on `db_path` besides "<db>.pid" (daemon/pid_lock.hpp): "<db>.log" and
+/// "<db>.status.json" (live progress: what is in flight and the run's limits; the DB holds everything else).
 std::string log_file_for(const std::string& db_path);
 std::string status_file_for(const std::string& db_path);
-
-/// The pid in the pid file when that process is alive, else nullopt (a stale file is ignored).
-std::optional<pid_t> running_daemon(const std::string& db_path);
-
-/// Owns the pid file while the daemon runs. Throws std::runtime_error when another live daemon already
-/// holds it (naming its pid), or when the file cannot be written.
-class PidFile {
- public:
-  explicit PidFile(const std::string& db_path);
-  ~PidFile();
-  PidFile(const PidFile&) = delete;
-  PidFile& operator=(const PidFile&) = delete;
-
- private:
-  std::string path_;
-};
 
 /// Forks; the parent returns the child's pid, the child (returns 0) starts a new session, and sends
 /// stdin to /dev/null and stdout/stderr to `log_path` (appending). Call before starting any thread.

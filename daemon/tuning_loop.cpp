@@ -15,7 +15,10 @@
 #include <spdlog/spdlog.h>
 
 #include "daemon/champion_book.hpp"
+#include "daemon/stale_worker.hpp"
+#include "daemon/storage_checks.hpp"
 #include "db/iters_tsv.hpp"
+#include "db/iters_tsv_writer.hpp"
 #include "db/store.hpp"
 #include "gpu/compiler.hpp"
 #include "tuner/multi_search.hpp"
@@ -116,11 +119,14 @@ class Loop {
         db_(ExperimentDb::open(o.db_path)),
         suite_label_(suite_label(o)),
         templates_dir_(o.templates_dir.empty() ? default_templates_dir() : o.templates_dir),
-        tsv_path_(o.tsv_path.empty() ? (std::filesystem::path(o.db_path).parent_path() / "iters.tsv").string()
-                                     : o.tsv_path),
+        tsv_path_(tsv_path_of(o)),
         compiler_(CompilerOptions{o.cache_dir}),
         pool_(compiler_, o.compile_jobs ? o.compile_jobs : std::max(1u, std::thread::hardware_concurrency())),
         worker_(o.worker ? *o.worker : default_worker_command()) {
+    worker_.on_start([this](pid_t pid) {  // so that a later daemon can kill a worker that outlives this one
+      if (!save_worker_record(o_.db_path, make_worker_record(pid, worker_.command().exe)))
+        spdlog::warn("cannot write {}", worker_record_file_for(o_.db_path));
+    });
     cases_ = o.manifest.empty() ? builtin_suite(o.suite, o.root_seed) : suite_from_manifest_file(o.manifest);
     if (o.budget_s && *o.budget_s <= 0) throw std::invalid_argument("--budget must be positive");
     if (o.max_iterations && *o.max_iterations <= 0) throw std::invalid_argument("--iterations must be positive");
@@ -156,11 +162,18 @@ class Loop {
       if (stop_.stopping()) status = RunStatus::stopped;
     } catch (const std::exception& e) {
       status = RunStatus::failed;
-      summary_.stop_reason = std::string("failed: ") + e.what();
-      spdlog::error("run {} failed: {}", summary_.run_id, e.what());
+      summary_.failed = true;
+      summary_.stop_reason = std::string("failed: ") + explain_run_failure(e, o_.db_path);
+      spdlog::error("run {} {}", summary_.run_id, summary_.stop_reason);
     }
     for (auto& f : inflight_) search_.state(f.proposal.template_name).cancel_pending(f.proposal.proposal.config);
-    db_.end_run(summary_.run_id, status, summary_.stop_reason);
+    try {
+      db_.end_run(summary_.run_id, status, summary_.stop_reason);
+    } catch (const std::exception& e) {  // e.g. the disk is still full: the next start marks it interrupted
+      throw std::runtime_error(fmt::format("run {} {}; its end could not be recorded ({}), so the next start "
+                                           "marks it interrupted",
+                                           summary_.run_id, summary_.stop_reason, e.what()));
+    }
     write_status(std::string("ended: ") + summary_.stop_reason);
     report_throughput();
     if (const auto best = db_.best(suite_label_)) summary_.best_ms = best->geomean_ms;
@@ -172,6 +185,7 @@ class Loop {
   StopRequest& stop_;
   ExperimentDb db_;
   std::string suite_label_, templates_dir_, tsv_path_;
+  ItersTsvWriter tsv_{tsv_path_, [this] { return db_.iterations(); }};  // rebuilt from the DB when needed
   std::vector<CaseSpec> cases_;
   Compiler compiler_;
   CompilePool pool_;
@@ -207,6 +221,7 @@ class Loop {
                         {"space_total", total},
                         {"space_seen", seen},
                         {"current", current},
+                        {"stale_worker", o_.stale_worker_note},
                         {"updated_unix", std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()}};
     const std::string path = status_file_for(o_.db_path), tmp = path + ".tmp";
     if (FILE* f = std::fopen(tmp.c_str(), "w")) {
@@ -231,7 +246,7 @@ class Loop {
     if (!runs.empty() || !its.empty())
       say(fmt::format("resumed: {} run(s) and {} iteration(s) left running were marked interrupted", runs.size(),
                       its.size()));
-    write_all(tsv_path_, db_.iterations());
+    tsv_.rebuild();
     std::size_t known = 0;
     IterationQuery q;
     q.suite = suite_label_;
@@ -318,7 +333,8 @@ class Loop {
   /// Logs one finished iteration: DB (one transaction), iters.tsv, search state, progress line.
   void finish(IterationRecord& it, SearchState& st, const Config& cfg) {
     db_.finish_iteration(it);
-    append_row(tsv_path_, *db_.iteration(it.iter));
+    std::string tsv_note;
+    if (tsv_.write(*db_.iteration(it.iter), tsv_note) != ItersTsvWriter::Outcome::appended) spdlog::warn("{}", tsv_note);
     st.record(cfg, it.geomean_ms && it.status != IterationStatus::crash ? Outcome::success(it.iter, *it.geomean_ms)
                                                                         : Outcome::failed(it.iter, to_string(it.failure_kind)));
     if (it.geomean_ms && it.status != IterationStatus::crash) {
@@ -373,6 +389,16 @@ class Loop {
       it.failure_kind = FailureKind::compile;
       it.description = head + "; compile error: " + first_error_line(cv.log);
       return finish(it, st, cfg);
+    }
+    if (cv.cubin_path.empty()) {  // compiled, but the cubin could not be stored (full disk?): not the config's fault
+      it.status = IterationStatus::interrupted;
+      it.failure_kind = FailureKind::interrupted;
+      it.description = head + "; interrupted: the compiled cubin could not be written to the cache";
+      finish(it, st, cfg);
+      const std::size_t why = cv.log.rfind("(cache write failed: ");
+      throw std::runtime_error(fmt::format("cannot store compiled cubins in the cubin cache{}; the iteration is "
+                                           "interrupted and will be tried again",
+                                           why == std::string::npos ? "" : " " + cv.log.substr(why)));
     }
     start_worker();
     const auto t0 = Clock::now();
@@ -467,6 +493,10 @@ class Loop {
 
 std::string suite_label(const RunOptions& o) {
   return o.manifest.empty() ? o.suite : std::filesystem::path(o.manifest).stem().string();
+}
+
+std::string tsv_path_of(const RunOptions& o) {
+  return o.tsv_path.empty() ? (std::filesystem::path(o.db_path).parent_path() / "iters.tsv").string() : o.tsv_path;
 }
 
 RunSummary run_tuning_loop(const RunOptions& options, StopRequest& stop) {

@@ -35,6 +35,7 @@ struct RunOptions {
   double prepare_timeout_s = 900;       ///< building the suite's cases in a fresh worker
   std::optional<WorkerCommand> worker;  ///< default: this binary's `worker`
   bool progress = true;                 ///< one line per iteration on stdout
+  std::string stale_worker_note;        ///< set by `run` when it killed a previous daemon's worker (status)
 };
 
 /// How a run ended.
@@ -43,6 +44,7 @@ struct RunSummary {
   std::int64_t iterations = 0;
   std::string stop_reason;
   std::optional<double> best_ms;
+  bool failed = false;  ///< the run ended with status failed (stop_reason says why; `run` exits 1)
 };
 
 /// Runs the loop until the budget, the iteration limit, the search space or a stop request ends it.
@@ -52,5 +54,8 @@ RunSummary run_tuning_loop(const RunOptions& options, StopRequest& stop);
 
 /// The suite label stored in the DB for these options: the built-in name, or the manifest file's stem.
 std::string suite_label(const RunOptions& options);
+
+/// The iters.tsv of these options: tsv_path, or iters.tsv beside the DB.
+std::string tsv_path_of(const RunOptions& options);
 
 }  // namespace attn

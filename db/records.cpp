@@ -34,7 +34,7 @@ nlohmann::json parse_params_object(const std::string& json) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(json);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for a number such as 1e309
     throw std::invalid_argument(fmt::format("params JSON does not parse ({}): {}", e.what(), json));
   }
   if (!j.is_object()) throw std::invalid_argument(fmt::format("params JSON is not an object: {}", json));

@@ -26,8 +26,20 @@ Connection Connection::open(const std::string& path, OpenMode mode, int busy_tim
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
   if (mode == OpenMode::read_write) flags = SQLITE_OPEN_READWRITE;
   if (mode == OpenMode::read_only) flags = SQLITE_OPEN_READONLY;
+  std::string name = path;
+  if (mode == OpenMode::read_only_immutable) {
+    flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_URI;
+    name = "file:";
+    for (char ch : path) {  // a URI path: escape what would end or change it
+      if (ch == '%') name += "%25";
+      else if (ch == '?') name += "%3f";
+      else if (ch == '#') name += "%23";
+      else name += ch;
+    }
+    name += "?immutable=1";
+  }
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
+  int rc = sqlite3_open_v2(name.c_str(), &db, flags, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     int ext = db ? sqlite3_extended_errcode(db) : rc;
@@ -36,7 +48,7 @@ Connection Connection::open(const std::string& path, OpenMode mode, int busy_tim
   }
   sqlite3_extended_result_codes(db, 1);
   sqlite3_busy_timeout(db, busy_timeout_ms);
-  return Connection(db, path, mode == OpenMode::read_only);
+  return Connection(db, path, mode == OpenMode::read_only || mode == OpenMode::read_only_immutable);
 }
 
 Connection::Connection(Connection&& other) noexcept

@@ -28,8 +28,10 @@ class Error : public std::runtime_error {
 };
 
 /// How to open a file. read_only uses SQLITE_OPEN_READONLY: every write fails inside SQLite itself.
-/// read_only and read_write refuse a missing file (Error with SQLITE_CANTOPEN naming it).
-enum class OpenMode { read_write_create, read_write, read_only };
+/// read_only_immutable also tells SQLite that nothing can change the file (URI parameter immutable=1):
+/// no locks, no -wal/-shm, so it reads a DB on read-only storage; only correct when nothing can write it.
+/// The read modes refuse a missing file (Error with SQLITE_CANTOPEN naming it).
+enum class OpenMode { read_write_create, read_write, read_only, read_only_immutable };
 
 class Statement;
 

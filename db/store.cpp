@@ -2,6 +2,9 @@
 // store_iterations.cpp and store_champions.cpp.
 #include "db/store.hpp"
 
+#include <sqlite3.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <stdexcept>
@@ -17,6 +20,17 @@ namespace attn {
 using sqlite::kNowSql;
 namespace rows = db::rows;
 
+namespace {
+
+/// True when the folder of `path` cannot be written (a read-only file system or folder), so that SQLite
+/// cannot create the DB's -shm there.
+bool on_read_only_storage(const std::string& path) {
+  const auto parent = std::filesystem::path(path).parent_path();
+  return ::access(parent.empty() ? "." : parent.c_str(), W_OK) != 0;
+}
+
+}  // namespace
+
 ExperimentDb ExperimentDb::open(const std::string& path, Mode mode) {
   if (path.empty()) throw std::invalid_argument("experiment DB path is empty");
   if (mode == Mode::read_only && !std::filesystem::exists(path)) {
@@ -26,8 +40,32 @@ ExperimentDb ExperimentDb::open(const std::string& path, Mode mode) {
     auto parent = std::filesystem::path(path).parent_path();
     if (!parent.empty()) std::filesystem::create_directories(parent);
   }
-  auto conn = sqlite::Connection::open(
-      path, mode == Mode::read_only ? sqlite::OpenMode::read_only : sqlite::OpenMode::read_write_create);
+  if (mode == Mode::read_only) {
+    try {
+      auto conn = sqlite::Connection::open(path, sqlite::OpenMode::read_only);
+      db::configure_connection(conn);
+      db::ensure_schema(conn);
+      return ExperimentDb(std::move(conn));
+    } catch (const sqlite::Error& e) {
+      // CANTOPEN on a read-only file system; READONLY (cannot initialise -shm) in a read-only folder.
+      if ((e.code() != SQLITE_CANTOPEN && e.code() != SQLITE_READONLY) || !on_read_only_storage(path)) throw;
+    }
+    // A DB in WAL mode (ours) on read-only storage: SQLite cannot create <db>-shm, so even a read-only
+    // connection fails. Nothing can write there either, so the file can be read as immutable, unless a
+    // -wal file holds commits that only a writer can fold in (a daemon killed before the storage became
+    // read-only): then reading the main file alone would miss rows, and it is an error.
+    std::error_code ec;
+    if (std::filesystem::file_size(path + "-wal", ec) > 0 && !ec)
+      throw std::runtime_error(fmt::format(
+          "{}: on read-only storage with unmerged commits in {}-wal: copy the DB and its -wal file to a "
+          "writable folder to read it",
+          path, path));
+    auto conn = sqlite::Connection::open(path, sqlite::OpenMode::read_only_immutable);
+    db::configure_connection(conn);
+    db::ensure_schema(conn);
+    return ExperimentDb(std::move(conn));
+  }
+  auto conn = sqlite::Connection::open(path, sqlite::OpenMode::read_write_create);
   db::configure_connection(conn);
   db::ensure_schema(conn);
   return ExperimentDb(std::move(conn));

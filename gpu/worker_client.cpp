@@ -1,6 +1,7 @@
 #include "gpu/worker_client.hpp"
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,12 +24,20 @@ using namespace std::chrono_literals;
 
 namespace {
 
-/// Puts the worker in its own process group, so that a kill reaches everything it started (a shell
-/// standing in for the worker in tests, its children).
-struct NewProcessGroup : bp::extend::handler {
+/// Runs in the worker child between fork and exec (async-signal-safe calls only):
+/// - its own process group, so that a kill reaches everything it started (a shell standing in for the
+///   worker in tests, its children);
+/// - PR_SET_PDEATHSIG = SIGKILL, so that the worker dies with the daemon, even with SIGKILL (a hung kernel
+///   must not keep the GPU busy under the next daemon's timings). The death signal survives exec;
+/// - then getppid() against the parent's pid: when the parent died before prctl took effect, the child
+///   has been reparented already and no signal will come, so it exits at once.
+struct WorkerChildSetup : bp::extend::handler {
+  pid_t parent = ::getpid();  // taken in the parent, when the handler is built
   template <class Executor>
   void on_exec_setup(Executor&) const {
     ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);
   }
 };
 
@@ -79,7 +88,7 @@ ReplyStatus WorkerClient::start() {
   auto p = std::make_unique<Proc>();
   try {
     bp::child child(bp::exe = command_.exe, bp::args = command_.args, bp::std_in < p->in,
-                    bp::std_out > p->out, NewProcessGroup{});
+                    bp::std_out > p->out, WorkerChildSetup{});
     p->pid = child.id();
     child.detach();  // this class waits for and kills the pid itself (reap / kill_group)
   } catch (const std::exception& e) {
@@ -92,6 +101,7 @@ ReplyStatus WorkerClient::start() {
   last_exit_.clear();
   ++starts_;
   spdlog::debug("worker client: started {} (pid {})", command_.exe, proc_->pid);
+  if (on_start_) on_start_(proc_->pid);
   return {};
 }
 

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,6 +35,11 @@ struct WorkerReply {
 
 /// One worker process at a time. Not thread-safe: use from one thread. Construction ignores SIGPIPE for
 /// the whole process (a write to a dead worker must fail, not kill the daemon).
+///
+/// The worker leads its own process group (its pid is the group id) and is started with
+/// PR_SET_PDEATHSIG = SIGKILL: it is killed when the thread that started it ends, including by SIGKILL
+/// of the whole daemon. So start workers from a thread that lives as long as the client (the daemon's
+/// main thread), never from a short-lived one.
 class WorkerClient {
  public:
   explicit WorkerClient(WorkerCommand command);
@@ -61,6 +67,11 @@ class WorkerClient {
   int starts() const { return starts_; }
   /// How the last worker ended ("exited with code 3", "killed by signal 9"), empty while it runs.
   const std::string& last_exit() const { return last_exit_; }
+  /// The command that starts a worker.
+  const WorkerCommand& command() const { return command_; }
+  /// Called with the new worker's pid (= its process group id) right after each start, before any
+  /// request is written (the daemon records it so that a later daemon can find a group that outlived it).
+  void on_start(std::function<void(pid_t pid)> callback) { on_start_ = std::move(callback); }
 
  private:
   struct Proc;
@@ -69,6 +80,7 @@ class WorkerClient {
   bool dead_ = false;
   int starts_ = 0;
   std::string last_exit_;
+  std::function<void(pid_t)> on_start_;
 
   ReplyStatus start();
   /// Waits up to `grace` for the worker to exit, then SIGKILLs its process group; records last_exit_.

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <type_traits>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -34,6 +36,19 @@ double get_num(const json& j, const char* key) {
 template <class T>
 T get(const json& j, const char* key) {
   if (!j.is_object() || !j.contains(key)) throw std::invalid_argument(fmt::format("missing field '{}'", key));
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    // nlohmann's get<int>() casts any number: a float beyond int is undefined behaviour, a large integer
+    // wraps. So an integer field must be a JSON integer within T's range (found by fuzz/fuzz_protocol).
+    const json& v = j.at(key);
+    const bool fits = v.is_number_unsigned() ? std::in_range<T>(v.get<std::uint64_t>())
+                      : v.is_number_integer() ? std::in_range<T>(v.get<std::int64_t>())
+                                              : false;
+    if (!fits)
+      throw std::invalid_argument(fmt::format("field '{}' must be an integer in [{}, {}]: {}", key,
+                                              std::numeric_limits<T>::min(), std::numeric_limits<T>::max(),
+                                              v.dump()));
+    return v.is_number_unsigned() ? T(v.get<std::uint64_t>()) : T(v.get<std::int64_t>());
+  }
   try {
     return j.at(key).get<T>();
   } catch (const json::exception& e) {

@@ -80,7 +80,7 @@ struct Loader {
 
   void only_keys(const ojson& j, std::initializer_list<const char*> allowed, const std::string& where) const {
     for (const auto& [k, v] : j.items()) {
-      if (std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return k == a; }))
+      if (std::none_of(allowed.begin(), allowed.end(), [&k = k](const char* a) { return k == a; }))
         throw fail(fmt::format("{}: unknown key \"{}\" (allowed: {})", where, k, fmt::join(allowed, ", ")));
     }
   }
@@ -188,7 +188,7 @@ TemplateSpace TemplateSpace::load(const std::string& json_path) {
         // so we can name those ourselves.
         for (const auto& [vname, ptr] : parser->GetUsedVar()) {
           auto it = std::find_if(s.parameters_.begin(), s.parameters_.end(),
-                                 [&](const Parameter& p) { return p.name == vname; });
+                                 [&vname = vname](const Parameter& p) { return p.name == vname; });
           if (it == s.parameters_.end())
             throw L.fail(fmt::format("{}: unknown name \"{}\" (not a parameter)", named, vname));
           ready = std::max<std::size_t>(ready, static_cast<std::size_t>(it - s.parameters_.begin()) + 1);
@@ -222,7 +222,7 @@ TemplateSpace TemplateSpace::load_named(const std::string& templates_dir, const 
 
 std::optional<std::string> TemplateSpace::check(const Config& c) const {
   for (const auto& [k, v] : c) {
-    if (std::none_of(parameters_.begin(), parameters_.end(), [&](const Parameter& p) { return p.name == k; }))
+    if (std::none_of(parameters_.begin(), parameters_.end(), [&k = k](const Parameter& p) { return p.name == k; }))
       return fmt::format("unknown parameter {} (template {})", k, name_);
   }
   for (const auto& p : parameters_) {

@@ -275,7 +275,7 @@ std::vector<CaseSpec> suite_from_manifest_json(const std::string& text) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for a number such as 1e309
     fail(fmt::format("suite manifest is not valid JSON: {}", e.what()));
   }
   if (!j.is_array()) fail("suite manifest JSON must be a list of case specs");

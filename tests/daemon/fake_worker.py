@@ -4,11 +4,15 @@ docs/gpu.md) and plays a GPU for tests/data/fake_templates/fake.cu. It reads the
 fake_cfg_A<A>_B<B>_F<F> symbol. Score: 0.1 + 0.01 * ((A - 4)^2 + (B - 2)^2) ms, for every case; a re-timing
 of a config returns the same score. Faults by F: 1 hang (sleeps), 2 fault (says so, exits 3), 3 wrong result,
 4 dies without answering. FAKE_WORKER_LOG, if set, gets one line per eval ("A B F"); FAKE_WORKER_DELAY
-(seconds) slows every eval down.
+(seconds) slows every eval down. FAKE_WORKER_SURVIVE=1 plays a worker that outlives its daemon: it clears
+the death signal the daemon gave it (PR_SET_PDEATHSIG) and, when it hangs, starts a child in its process
+group that sleeps as well.
 """
 import json
 import os
+import ctypes
 import re
+import subprocess
 import sys
 import time
 
@@ -21,6 +25,9 @@ def reply(obj):
 
 
 def main():
+    survive = os.environ.get("FAKE_WORKER_SURVIVE") == "1"
+    if survive:
+        ctypes.CDLL(None, use_errno=True).prctl(1, 0, 0, 0, 0)  # PR_SET_PDEATHSIG = 1, signal 0: none
     cases = []
     for line in sys.stdin:
         req = json.loads(line)
@@ -42,6 +49,8 @@ def main():
                     log.write(f"{a} {b} {f}\n")
             time.sleep(float(os.environ.get("FAKE_WORKER_DELAY", "0")))
             if f == 1:
+                if survive:
+                    subprocess.Popen(["sleep", "3600"])
                 time.sleep(3600)
             if f == 2:
                 reply({"status": "fault", "message": "CUDA_ERROR_ILLEGAL_ADDRESS (fake)"})

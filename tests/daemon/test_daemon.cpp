@@ -19,68 +19,18 @@
 #include "daemon/supervise.hpp"
 #include "db/iters_tsv.hpp"
 #include "db/store.hpp"
+#include "tests/daemon/daemon_harness.hpp"
 #include "tests/test_support.hpp"
 
 namespace attn {
 namespace {
 
 namespace fs = std::filesystem;
+using test::Output;
+using Fixture = test::DaemonFixture;
 
-struct Output {
-  int code = -1;
-  std::string text;
-};
-
-Output run(const std::string& args, const std::string& env = "") {
-  const std::string cmd = env + " '" + test::binary_path() + "' " + args + " 2>&1";
-  Output out;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.text.append(buf, n);
-  const int status = ::pclose(p);
-  out.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-struct Fixture {
-  std::string dir = test::temp_dir("daemon");
-  std::string db = dir + "/t.db", tsv = dir + "/iters.tsv";
-  std::string args(const std::string& extra = "", const std::string& strategy = "exhaustive") const {
-    const std::string src = fs::path(test::data_dir()).parent_path().parent_path().string();
-    return "run --db '" + db + "' --tsv '" + tsv + "' --suite smoke --templates '" + test::data_dir() +
-           "/fake_templates' --template fake --strategy " + strategy + " --worker-exe '" + src +
-           "/tests/daemon/fake_worker.py' --cache '" + dir + "/cache' --jobs 2 --watchdog-min 0.5 --watchdog-cap 2 " +
-           extra;
-  }
-  std::vector<IterationRecord> iterations() const {
-    auto d = ExperimentDb::open(db, ExperimentDb::Mode::read_only);
-    return d.iterations();
-  }
-  /// Waits until `n` iterations are finished (or `timeout`); returns how many there were.
-  std::size_t wait_finished(std::size_t n, double timeout_s) const {
-    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-    std::size_t done = 0;
-    while (std::chrono::steady_clock::now() < end) {
-      if (fs::exists(db)) {
-        try {
-          done = 0;
-          for (const auto& it : iterations()) done += is_finished(it.status) ? 1 : 0;
-          if (done >= n) return done;
-        } catch (const std::exception&) {  // the daemon is creating the schema
-        }
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return done;
-  }
-};
+Output run(const std::string& args, const std::string& env = "") { return test::run_tuner(args, env); }
+std::string read_file(const std::string& path) { return test::read_text(path); }
 
 constexpr std::size_t kFakeSpace = 33;  // fake.json: 18 healthy configs + 3 of each of 5 fault kinds
 
@@ -135,18 +85,11 @@ TEST(Daemon, KilledDaemonResumesWithoutLosingOrDuplicatingAnIteration) {
   ASSERT_EQ(again.code, 0) << again.text;
   EXPECT_NE(again.text.find("marked interrupted"), std::string::npos) << again.text;
   const auto its = f.iterations();
-  std::set<std::string> evaluated;
-  int interrupted = 0;
-  for (const auto& it : its) {
-    ASSERT_TRUE(is_finished(it.status)) << "iteration " << it.iter << " left running";
-    if (it.status == IterationStatus::interrupted) {
-      ++interrupted;
-      continue;
-    }
-    EXPECT_TRUE(evaluated.insert(it.params).second) << "config evaluated twice: " << it.params;
-  }
-  EXPECT_EQ(evaluated.size(), kFakeSpace);                    // nothing lost
-  EXPECT_LE(interrupted, 1);                                   // at most the one in flight
+  const test::Census c = test::census(its);
+  EXPECT_TRUE(c.running.empty()) << c.running.size() << " iteration(s) left running";
+  EXPECT_TRUE(c.duplicated.empty()) << "config evaluated twice: " << c.duplicated.front();
+  EXPECT_EQ(c.evaluated.size(), kFakeSpace);                  // nothing lost
+  EXPECT_LE(c.interrupted, 1);                                 // at most the one in flight
   EXPECT_GE(its.size(), before);                               // nothing logged before the kill vanished
   EXPECT_EQ(read_file(f.tsv), render_all(its));
   auto db = ExperimentDb::open(f.db, ExperimentDb::Mode::read_only);

@@ -500,6 +500,7 @@ TEST(Records, JsonAndEnumSpellings) {
   EXPECT_EQ(compact_params(R"({"b":2,"a":"x","c":true})"), "a=x,b=2,c=1");
   EXPECT_EQ(canonical_params_json(R"({ "b" : 2, "a" : 1 })"), R"({"a":1,"b":2})");
   EXPECT_THROW(canonical_params_json(R"({"a":[1]})"), std::invalid_argument);
+  EXPECT_THROW(canonical_params_json(R"({"a":1e309})"), std::invalid_argument);  // json out_of_range, not escaping
 
   IterationRecord it;
   it.iter = 3;

@@ -121,6 +121,31 @@ TEST(Protocol, EvalResponseKeepsNonFiniteNumbers) {
   EXPECT_DOUBLE_EQ(back.wall_ms, 12.5);
 }
 
+// Found by fuzz/fuzz_protocol: an integer field given as a huge float was cast to int (undefined
+// behaviour), a huge integer wrapped. Both are now a clear protocol error.
+TEST(Protocol, IntegerFieldsMustBeIntegersInRange) {
+  json r = json::parse(R"({"status":"ok","message":"","cases":[{"case_id":"c","family":"sliding_window",
+      "median_ms":0.1,"spread":0.01,"samples":20,"sm_clock_mhz":1980,"o_max_abs_diff":0.0,
+      "lse_max_abs_diff":0.0,"passed":true,"validated":true,"timed":true}],"score_ms":0.1,"wall_ms":1.0,
+      "launch":{"threads":128,"smem_bytes":0,"block_m":128,"grid_mode":0},"family_median_ms":{}})");
+  EXPECT_EQ(eval_response_from_json(r).cases.at(0).samples, 20);
+  for (const json& bad : {json(5.5e57), json(20.0), json(std::int64_t(1) << 40), json(std::uint64_t(-1)), json("20")}) {
+    json x = r;
+    x["cases"][0]["samples"] = bad;
+    try {
+      eval_response_from_json(x);
+      ADD_FAILURE() << "accepted samples = " << bad.dump();
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("'samples'"), std::string::npos) << e.what();
+    }
+  }
+  json neg = r;
+  neg["cases"][0]["sm_clock_mhz"] = -1;  // unsigned field
+  EXPECT_THROW(eval_response_from_json(neg), std::invalid_argument);
+  json big = {{"status", "ok"}, {"message", ""}, {"cases", 4294967296.0}, {"built", 1}, {"ms", 1.0}};
+  EXPECT_THROW(prepare_response_from_json(big), std::invalid_argument);
+}
+
 TEST(Protocol, RequestCommand) {
   EXPECT_EQ(request_command(json{{"cmd", "hello"}}), "hello");
   EXPECT_EQ(request_command(json{{"cmd", "quit"}}), "quit");

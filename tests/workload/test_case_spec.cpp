@@ -153,6 +153,12 @@ TEST(Manifest, ErrorsNameTheProblem) {
   EXPECT_NE(manifest_error(R"({"case_id": "c1"})").find("must be a list"), std::string::npos);
   EXPECT_NE(manifest_error("[3]").find("must be an object"), std::string::npos);
   EXPECT_NE(manifest_error("[{").find("not valid JSON"), std::string::npos);
+  // Found by fuzz/fuzz_manifest: a number beyond double made the JSON parser throw out_of_range, which
+  // escaped as an unnamed json exception instead of this error.
+  EXPECT_NE(manifest_error("[{" + base + R"("t_max": 256, "window_blocks": 2, "retrieval_local_bias": 1e309}])")
+                .find("not valid JSON"),
+            std::string::npos);
+  EXPECT_NE(manifest_error("1e309").find("number overflow"), std::string::npos);
   const std::string item = "{" + base + R"("t_max": 256, "window_blocks": 2})";
   EXPECT_NE(manifest_error("[" + item + "," + item + "]").find("duplicate case_id 'c1'"), std::string::npos);
 }

@@ -1,0 +1,58 @@
+#include "db/iters_tsv_writer.hpp"
+
+#include <filesystem>
+#include <system_error>
+
+#include <fmt/format.h>
+
+#include "db/iters_tsv.hpp"
+
+namespace attn {
+
+ItersTsvWriter::ItersTsvWriter(std::string path, AllRows all_rows)
+    : path_(std::move(path)), all_rows_(std::move(all_rows)) {}
+
+void ItersTsvWriter::remember_size() {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path_, ec);
+  expected_size_ = ec ? std::nullopt : std::optional<std::uintmax_t>(size);
+}
+
+void ItersTsvWriter::rebuild() {
+  expected_size_.reset();
+  write_all(path_, all_rows_());
+  remember_size();
+}
+
+ItersTsvWriter::Outcome ItersTsvWriter::write(const IterationRecord& it, std::string& message) {
+  message.clear();
+  try {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(path_, ec);
+    std::string why;
+    if (!expected_size_) why = last_failed_ ? "the last write to it had failed" : "not written by this run yet";
+    else if (ec) why = "it was missing";
+    else if (size != *expected_size_)
+      why = fmt::format("it had changed ({} bytes, {} expected)", size, *expected_size_);
+    if (why.empty()) {
+      expected_size_.reset();  // until the append is known to be complete
+      append_row(path_, it);
+      remember_size();
+      last_failed_ = false;
+      return Outcome::appended;
+    }
+    rebuild();
+    last_failed_ = false;
+    message = fmt::format("{} rebuilt from the DB: {}", path_, why);
+    return Outcome::rebuilt;
+  } catch (const std::exception& e) {
+    expected_size_.reset();
+    last_failed_ = true;
+    message = fmt::format("cannot write {} ({}); the DB has every iteration, and the file is rebuilt from it "
+                          "at the next write or start",
+                          path_, e.what());
+    return Outcome::failed;
+  }
+}
+
+}  // namespace attn

@@ -1,0 +1,42 @@
+// Keeps iters.tsv in step with the DB while the daemon runs. The DB is the source of truth; iters.tsv is
+// its rendering, so whenever the file is not exactly what this writer left (deleted, truncated, edited,
+// or a write failed half way, e.g. on a full disk) it is rebuilt from the DB instead of appended to.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "db/records.hpp"
+
+namespace attn {
+
+class ItersTsvWriter {
+ public:
+  /// `all_rows` reads every iteration from the DB (in iter order), for rebuilds.
+  using AllRows = std::function<std::vector<IterationRecord>()>;
+  ItersTsvWriter(std::string path, AllRows all_rows);
+
+  /// Rewrites the file from the DB (atomically: write_all). Throws std::runtime_error naming the file
+  /// when it cannot be written (the start of a run: nothing is logged yet).
+  void rebuild();
+
+  enum class Outcome { appended, rebuilt, failed };
+  /// Writes finished iteration `it`, already committed to the DB: appends its line when the file is as this
+  /// writer left it (same size), else rebuilds the whole file from the DB. Never throws: a failed write is
+  /// Outcome::failed with the reason in `message`, and the next call rebuilds. After `rebuilt`,
+  /// `message` says why.
+  Outcome write(const IterationRecord& it, std::string& message);
+
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  AllRows all_rows_;
+  std::optional<std::uintmax_t> expected_size_;  ///< the file's size after our last write; none: rebuild next
+  bool last_failed_ = false;
+  void remember_size();
+};
+
+}  // namespace attn

@@ -1,0 +1,103 @@
+#include "tests/daemon/daemon_harness.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "tests/test_support.hpp"
+
+namespace attn::test {
+namespace fs = std::filesystem;
+
+Output run_tuner(const std::string& args, const std::string& env) {
+  const std::string cmd = env + " '" + binary_path() + "' " + args + " 2>&1";
+  Output out;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return out;
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.text.append(buf, n);
+  const int status = ::pclose(p);
+  out.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
+}
+
+pid_t spawn_tuner(const std::string& args, const std::string& env, const std::string& log_path,
+                  const std::string& shell_prefix) {
+  const std::string cmd = shell_prefix + " exec env " + env + " '" + binary_path() + "' " + args + " >> '" + log_path + "' 2>&1";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  return pid;
+}
+
+int wait_exit(pid_t pid) {
+  int st = 0;
+  pid_t r;
+  while ((r = ::waitpid(pid, &st, 0)) < 0 && errno == EINTR) {
+  }
+  return r == pid ? st : -1;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Census census(const std::vector<IterationRecord>& iterations) {
+  Census c;
+  for (const auto& it : iterations) {
+    if (!is_finished(it.status)) c.running.push_back(it.iter);
+    else if (it.status == IterationStatus::interrupted) ++c.interrupted;
+    else if (!c.evaluated.insert(it.template_name + " " + it.params).second) c.duplicated.push_back(it.params);
+  }
+  return c;
+}
+
+std::string fake_worker_path() {
+  return (fs::path(data_dir()).parent_path() / "daemon" / "fake_worker.py").string();
+}
+
+DaemonFixture::DaemonFixture()
+    : dir(temp_dir("daemon")), db(dir + "/t.db"), tsv(dir + "/iters.tsv"), cache(dir + "/cache") {}
+
+std::string DaemonFixture::args(const std::string& extra, const std::string& strategy,
+                                const std::string& template_name) const {
+  return "run --db '" + db + "' --tsv '" + tsv + "' --suite smoke --templates '" + data_dir() +
+         "/fake_templates' --template " + template_name + " --strategy " + strategy + " --worker-exe '" +
+         fake_worker_path() + "' --cache '" + cache + "' --jobs 2 " + watchdog + " " + extra;
+}
+
+std::vector<IterationRecord> DaemonFixture::iterations() const {
+  auto d = ExperimentDb::open(db, ExperimentDb::Mode::read_only);
+  return d.iterations();
+}
+
+std::size_t DaemonFixture::wait_finished(std::size_t n, double timeout_s) const {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  std::size_t done = 0;
+  while (std::chrono::steady_clock::now() < end) {
+    if (fs::exists(db)) {
+      try {
+        done = 0;
+        for (const auto& it : iterations()) done += is_finished(it.status) ? 1 : 0;
+        if (done >= n) return done;
+      } catch (const std::exception&) {  // the daemon is creating the schema
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return done;
+}
+
+}  // namespace attn::test

@@ -1,0 +1,66 @@
+// Shared helpers of the daemon's CPU tests: run the real binary (to completion or in the background), a
+// per-test folder with its DB, iters.tsv and cache, and the command line that drives the daemon with
+// tests/daemon/fake_worker.py and tests/data/fake_templates.
+#pragma once
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "db/store.hpp"
+
+namespace attn::test {
+
+/// Exit code (-1 when killed by a signal) and stdout+stderr of one command.
+struct Output {
+  int code = -1;
+  std::string text;
+};
+
+/// Runs `attn-tuner <args>` to completion (`env`: "NAME=VALUE ..." put in front, through the shell).
+Output run_tuner(const std::string& args, const std::string& env = "");
+
+/// Starts `attn-tuner <args>` in the background (through `sh -c exec`, so the pid is the daemon's) with
+/// stdout and stderr appended to `log_path`. `shell_prefix` runs in that shell first (e.g. "ulimit -f 64;").
+/// Returns its pid; reap it with wait_exit().
+pid_t spawn_tuner(const std::string& args, const std::string& env, const std::string& log_path,
+                  const std::string& shell_prefix = "");
+
+/// Waits for child `pid` to end; returns its wait status (-1 on error).
+int wait_exit(pid_t pid);
+
+/// The whole file, "" when missing.
+std::string read_text(const std::string& path);
+
+/// One test's folder: DB, iters.tsv, cubin cache; the daemon on the fake template and worker.
+struct DaemonFixture {
+  std::string dir;
+  std::string db, tsv;
+  std::string cache;                                             ///< cubin cache folder (dir/cache)
+  std::string watchdog = "--watchdog-min 0.5 --watchdog-cap 2";  ///< hang deadline options
+  DaemonFixture();
+  /// `run` arguments: smoke suite, the fake template, `strategy`, `watchdog`, then `extra`.
+  std::string args(const std::string& extra = "", const std::string& strategy = "exhaustive",
+                   const std::string& template_name = "fake") const;
+  std::vector<IterationRecord> iterations() const;
+  /// Waits until `n` iterations are finished (or `timeout_s`); returns how many there were.
+  std::size_t wait_finished(std::size_t n, double timeout_s) const;
+};
+
+/// What a DB's iterations say about a search: the configs evaluated ("template params" of keep, discard and
+/// crash rows), those evaluated more than once, and the interrupted and still running iterations.
+struct Census {
+  std::set<std::string> evaluated;
+  std::vector<std::string> duplicated;
+  int interrupted = 0;
+  std::vector<std::int64_t> running;
+};
+Census census(const std::vector<IterationRecord>& iterations);
+
+/// tests/daemon/fake_worker.py in the source tree.
+std::string fake_worker_path();
+
+}  // namespace attn::test

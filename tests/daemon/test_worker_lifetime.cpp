@@ -1,0 +1,182 @@
+// No worker outlives its daemon (issue 13): the daemon SIGKILLed while its worker hangs takes the worker
+// with it (PR_SET_PDEATHSIG); a worker group that survived anyway (fake_worker.py FAKE_WORKER_SURVIVE=1
+// clears its death signal and starts a child) is killed by the next daemon on the DB, and `status` says
+// so; a record that names an unrelated process (a recycled pid) never gets it killed.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "daemon/processes.hpp"
+#include "daemon/stale_worker.hpp"
+#include "tests/daemon/daemon_harness.hpp"
+
+namespace attn {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+/// Waits until the fake worker's eval log has a line of a hanging config ("A B 1"); false on timeout.
+bool wait_for_hang(const std::string& eval_log, std::chrono::milliseconds timeout) {
+  const auto end = Clock::now() + timeout;
+  while (Clock::now() < end) {
+    std::ifstream in(eval_log);
+    std::string a, b, f;
+    while (in >> a >> b >> f)
+      if (f == "1") return true;
+    std::this_thread::sleep_for(5ms);
+  }
+  return false;
+}
+
+/// Waits until process group `pgid` has no live member; returns how many were left at the end.
+std::size_t wait_group_gone(pid_t pgid, std::chrono::milliseconds timeout) {
+  const auto end = Clock::now() + timeout;
+  std::size_t left = 0;
+  while ((left = process_group_members(pgid).size()) > 0 && Clock::now() < end) std::this_thread::sleep_for(10ms);
+  return left;
+}
+
+TEST(WorkerLifetime, HangingWorkerDiesWithItsSigkilledDaemon) {
+  test::DaemonFixture f;
+  f.watchdog = "--watchdog-min 30 --watchdog-cap 30";  // the hang lasts until the kill
+  const std::string evals = f.dir + "/evals.log";
+  const pid_t daemon = test::spawn_tuner(f.args(), "FAKE_WORKER_LOG='" + evals + "'", f.dir + "/daemon.log");
+  ASSERT_TRUE(wait_for_hang(evals, 60s)) << test::read_text(f.dir + "/daemon.log");
+  const auto rec = load_worker_record(f.db);
+  ASSERT_TRUE(rec);
+  const auto worker = process_info(rec->pgid);
+  ASSERT_TRUE(worker);  // the hanging worker is there, and it is the fake worker
+  EXPECT_NE(worker->cmdline.find("fake_worker.py"), std::string::npos) << worker->cmdline;
+  EXPECT_EQ(worker->pgid, rec->pgid);
+  EXPECT_EQ(worker->ppid, daemon);
+
+  ASSERT_EQ(::kill(daemon, SIGKILL), 0);
+  test::wait_exit(daemon);
+  EXPECT_EQ(wait_group_gone(rec->pgid, 3s), 0u) << "the hanging worker outlived its daemon";
+  ::kill(-rec->pgid, SIGKILL);  // leave nothing behind, even when the check above failed
+}
+
+TEST(WorkerLifetime, SurvivingWorkerGroupIsKilledByTheNextDaemonAndStatusSaysSo) {
+  test::DaemonFixture f;
+  f.watchdog = "--watchdog-min 30 --watchdog-cap 30";
+  const std::string evals = f.dir + "/evals.log";
+  const pid_t daemon = test::spawn_tuner(f.args(), "FAKE_WORKER_SURVIVE=1 FAKE_WORKER_LOG='" + evals + "'",
+                                         f.dir + "/daemon.log");
+  ASSERT_TRUE(wait_for_hang(evals, 60s)) << test::read_text(f.dir + "/daemon.log");
+  const auto rec = load_worker_record(f.db);
+  ASSERT_TRUE(rec);
+  for (int i = 0; i < 200 && process_group_members(rec->pgid).size() < 2; ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(process_group_members(rec->pgid).size(), 2u);  // the worker and its sleeping child
+  ASSERT_EQ(::kill(daemon, SIGKILL), 0);
+  test::wait_exit(daemon);
+  std::this_thread::sleep_for(300ms);
+  ASSERT_EQ(process_group_members(rec->pgid).size(), 2u) << "the injected fault did not keep the group alive";
+
+  const std::string group = "worker group " + std::to_string(rec->pgid);
+  test::Output st = test::run_tuner("status --db '" + f.db + "'");
+  EXPECT_EQ(st.code, 0) << st.text;
+  EXPECT_NE(st.text.find("warning: stale " + group), std::string::npos) << st.text;
+  EXPECT_NE(st.text.find("no daemon running"), std::string::npos) << st.text;
+
+  f.watchdog = "--watchdog-min 0.5 --watchdog-cap 2";
+  const test::Output again = test::run_tuner(f.args("--iterations 1"));
+  ASSERT_EQ(again.code, 0) << again.text;
+  EXPECT_NE(again.text.find("stale " + group), std::string::npos) << again.text;
+  EXPECT_NE(again.text.find("found alive at start and killed"), std::string::npos) << again.text;
+  EXPECT_EQ(process_group_members(rec->pgid).size(), 0u);
+  ::kill(-rec->pgid, SIGKILL);  // leave nothing behind, even when the check above failed
+
+  st = test::run_tuner("status --db '" + f.db + "'");
+  EXPECT_NE(st.text.find("stale " + group), std::string::npos) << st.text;
+  EXPECT_NE(st.text.find("found alive at start and killed"), std::string::npos) << st.text;
+  EXPECT_EQ(st.text.find("warning:"), std::string::npos) << st.text;
+  const test::Output js = test::run_tuner("status --json --db '" + f.db + "'");
+  EXPECT_NE(js.text.find("\"stale_worker_killed\": \"stale " + group), std::string::npos) << js.text;
+}
+
+/// A `sleep 60` in its own process group, standing in for an unrelated process with a recycled pid.
+pid_t start_group_leader() {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::execl("/bin/sleep", "sleep", "60", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  for (int i = 0; i < 200; ++i) {  // until it has exec'd and leads its group
+    const auto p = process_info(pid);
+    if (p && p->pgid == pid && p->cmdline.find("sleep") != std::string::npos) break;
+    std::this_thread::sleep_for(5ms);
+  }
+  return pid;
+}
+
+/// A pid that no process has now (a child that already ended and was reaped).
+pid_t dead_pid() {
+  const pid_t pid = ::fork();
+  if (pid == 0) ::_exit(0);
+  test::wait_exit(pid);
+  return pid;
+}
+
+TEST(WorkerLifetime, RecordNamingAnUnrelatedProcessNeverGetsItKilled) {
+  const std::string db = test::DaemonFixture().db;
+  const pid_t other = start_group_leader();
+  const auto info = process_info(other);
+  ASSERT_TRUE(info);
+  WorkerRecord rec;
+  rec.daemon_pid = dead_pid();
+  rec.pgid = other;
+  rec.worker_start_ticks = info->start_ticks + 1;  // a recycled pid: started at another time
+  rec.exe = "/bin/sleep";
+  ASSERT_TRUE(save_worker_record(db, rec));
+  EXPECT_FALSE(find_stale_worker(db));
+  EXPECT_FALSE(reap_stale_worker(db));
+
+  rec.worker_start_ticks = info->start_ticks;
+  rec.exe = "/opt/other/attn-tuner";  // right start time, but not the recorded worker program
+  ASSERT_TRUE(save_worker_record(db, rec));
+  EXPECT_FALSE(find_stale_worker(db));
+
+  rec.exe = "sleep";
+  rec.daemon_pid = ::getppid();  // its daemon still runs (with the recorded start time): not stale
+  rec.daemon_start_ticks = process_info(rec.daemon_pid)->start_ticks;
+  ASSERT_TRUE(save_worker_record(db, rec));
+  EXPECT_FALSE(find_stale_worker(db));
+  EXPECT_TRUE(process_info(other)) << "an unrelated process was killed";
+
+  rec.daemon_pid = dead_pid();  // control: the same record with a dead daemon is stale, and is killed
+  ASSERT_TRUE(save_worker_record(db, rec));
+  const auto stale = find_stale_worker(db);
+  ASSERT_TRUE(stale);
+  ASSERT_EQ(stale->members.size(), 1u);
+  EXPECT_EQ(stale->members[0].pid, other);
+  const auto note = reap_stale_worker(db);
+  ASSERT_TRUE(note);
+  EXPECT_NE(note->find("killed"), std::string::npos) << *note;
+  int st = 0;
+  ASSERT_EQ(::waitpid(other, &st, 0), other);
+  EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+  EXPECT_FALSE(load_worker_record(db));  // forgotten once killed
+}
+
+TEST(WorkerLifetime, ProcessInfoReadsStatAndCmdline) {
+  const auto self = process_info(::getpid());
+  ASSERT_TRUE(self);
+  EXPECT_EQ(self->pid, ::getpid());
+  EXPECT_EQ(self->ppid, ::getppid());
+  EXPECT_EQ(self->pgid, ::getpgrp());
+  EXPECT_GT(self->start_ticks, 0u);
+  EXPECT_NE(self->cmdline.find("test_daemon"), std::string::npos) << self->cmdline;
+  EXPECT_FALSE(process_info(dead_pid()));
+  EXPECT_FALSE(process_info(0));
+}
+
+}  // namespace
+}  // namespace attn
