@@ -2,16 +2,12 @@
 // DB and iters.tsv, and tests/daemon/fake_worker.py standing in for the GPU worker (it scores configs and
 // injects every fault kind: compile error, hang, fault, wrong result, dead worker).
 #include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -19,70 +15,17 @@
 #include "daemon/supervise.hpp"
 #include "db/iters_tsv.hpp"
 #include "db/store.hpp"
-#include "tests/test_support.hpp"
+#include "tests/daemon/daemon_helpers.hpp"
 
 namespace attn {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct Output {
-  int code = -1;
-  std::string text;
-};
-
-Output run(const std::string& args, const std::string& env = "") {
-  const std::string cmd = env + " '" + test::binary_path() + "' " + args + " 2>&1";
-  Output out;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.text.append(buf, n);
-  const int status = ::pclose(p);
-  out.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-struct Fixture {
-  std::string dir = test::temp_dir("daemon");
-  std::string db = dir + "/t.db", tsv = dir + "/iters.tsv";
-  std::string args(const std::string& extra = "", const std::string& strategy = "exhaustive") const {
-    const std::string src = fs::path(test::data_dir()).parent_path().parent_path().string();
-    return "run --db '" + db + "' --tsv '" + tsv + "' --suite smoke --templates '" + test::data_dir() +
-           "/fake_templates' --template fake --strategy " + strategy + " --worker-exe '" + src +
-           "/tests/daemon/fake_worker.py' --cache '" + dir + "/cache' --jobs 2 --watchdog-min 0.5 --watchdog-cap 2 " +
-           extra;
-  }
-  std::vector<IterationRecord> iterations() const {
-    auto d = ExperimentDb::open(db, ExperimentDb::Mode::read_only);
-    return d.iterations();
-  }
-  /// Waits until `n` iterations are finished (or `timeout`); returns how many there were.
-  std::size_t wait_finished(std::size_t n, double timeout_s) const {
-    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-    std::size_t done = 0;
-    while (std::chrono::steady_clock::now() < end) {
-      if (fs::exists(db)) {
-        try {
-          done = 0;
-          for (const auto& it : iterations()) done += is_finished(it.status) ? 1 : 0;
-          if (done >= n) return done;
-        } catch (const std::exception&) {  // the daemon is creating the schema
-        }
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return done;
-  }
-};
-
-constexpr std::size_t kFakeSpace = 33;  // fake.json: 18 healthy configs + 3 of each of 5 fault kinds
+using test::Fixture;
+using test::kFakeSpace;
+using test::Output;
+using test::read_file;
+using test::run;
 
 TEST(Daemon, ExhaustiveRunSurvivesEveryFaultKindAndLosesNoRow) {
   Fixture f;
