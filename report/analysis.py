@@ -4,6 +4,7 @@ import csv
 import datetime as dt
 import json
 import math
+import re
 import statistics
 
 from dbread import ReportError
@@ -81,11 +82,17 @@ def parameter_values(its):
     for it in its:
         for k, v in it["config"].items():
             values.setdefault(k, set()).add(v)
-    return {k: sorted(v, key=_sort_key) for k, v in sorted(values.items()) if len(v) >= 2}
+    return {k: sorted(v, key=_sort_key) for k, v in sorted(values.items(), key=lambda kv: _natural(kv[0]))
+            if len(v) >= 2}
 
 
 def _sort_key(v):
     return (0, v, "") if isinstance(v, (int, float)) else (1, 0, str(v))
+
+
+def _natural(name):
+    """Sort key that puts P2 before P10."""
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", name)]
 
 
 def interaction_strengths(its):

@@ -1,5 +1,6 @@
 """The morning report's images (matplotlib, Agg backend): each function draws one PNG into the output
 folder and returns its file name. Every plot has a title, axis labels with units and a legend."""
+import io
 import math
 
 import matplotlib
@@ -7,9 +8,11 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
+from matplotlib.ticker import FormatStrFormatter, MaxNLocator  # noqa: E402
+from PIL import Image  # noqa: E402
 
 DPI = 80  # small images: about 700 x 350 px for the wide plots
+MAX_STRIP_POINTS = 100  # configs drawn as points per box (a random sample beyond that), to keep PNGs small
 FAMILY_SHORT = {"sliding_window": "window", "sliding_window_global": "global",
                 "sliding_window_retrieval": "retrieval"}
 FAMILY_MARKER = {"sliding_window": "o", "sliding_window_global": "s", "sliding_window_retrieval": "^"}
@@ -18,9 +21,14 @@ STATUS_COLOR = {"keep": "tab:green", "discard": "tab:gray", "crash": "tab:red", 
 
 
 def _save(fig, out_dir, name):
+    """Saves as an 8-bit palette PNG (Pillow, a dependency of matplotlib): plots use few colours, and the
+    palette makes the files about three times smaller than RGBA."""
     fig.tight_layout()
-    fig.savefig(out_dir / name, dpi=DPI)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI)
     plt.close(fig)
+    buf.seek(0)
+    Image.open(buf).convert("RGB").quantize(colors=256).save(out_dir / name, optimize=True)
     return name
 
 
@@ -105,6 +113,8 @@ def score_over_time(out_dir, its, best, promotions, t0, parse_time):
     scores = [it["geomean_ms"] for it in its]
     if max(scores) / min(scores) > 3:
         ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+        ax.yaxis.set_minor_formatter(FormatStrFormatter("%g"))
     ax.set_title("Score over time (geomean of family medians)")
     ax.set_xlabel(f"time since the first run started ({unit[1]})")
     ax.set_ylabel("score (ms)")
@@ -124,7 +134,8 @@ def parameter_effects(out_dir, tname, its, values, file_name):
         groups = [[it["geomean_ms"] for it in its if it["config"].get(name) == v] for v in values[name]]
         ax.boxplot(groups, showfliers=False)
         for k, g in enumerate(groups, 1):
-            ax.scatter(k + rng.uniform(-0.15, 0.15, len(g)), g, s=6, alpha=0.5, color="tab:blue",
+            pts = rng.choice(g, MAX_STRIP_POINTS, replace=False) if len(g) > MAX_STRIP_POINTS else g
+            ax.scatter(k + rng.uniform(-0.15, 0.15, len(pts)), pts, s=4, color="tab:blue", linewidths=0,
                        label="one config" if k == 1 else None)
         ax.set_xticks(range(1, len(groups) + 1), [str(v) for v in values[name]], fontsize=7)
         ax.set_title(f"{name}", fontsize=9)
@@ -135,7 +146,8 @@ def parameter_effects(out_dir, tname, its, values, file_name):
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(names):]:
         ax.axis("off")
-    fig.suptitle(f"Parameter effects: {tname} (box: quartiles, whiskers 1.5 IQR)", fontsize=10)
+    fig.suptitle(f"Parameter effects: {tname} (box: quartiles, whiskers 1.5 IQR; points: up to "
+                 f"{MAX_STRIP_POINTS} per value)", fontsize=10)
     return _save(fig, out_dir, file_name)
 
 
@@ -156,8 +168,10 @@ def interactions(out_dir, tname, its, pairs, values, file_name):
         for i in range(len(va)):
             for j in range(len(vb)):
                 if count[i, j]:
+                    r, g, b, _ = im.cmap(im.norm(grid[i, j]))
+                    ink = "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"  # readable on the cell
                     ax.text(j, i, f"{grid[i, j]:.3g}\nn={count[i, j]}", ha="center", va="center", fontsize=6,
-                            color="white")
+                            color=ink)
         ax.set_xticks(range(len(vb)), [str(v) for v in vb], fontsize=7)
         ax.set_yticks(range(len(va)), [str(v) for v in va], fontsize=7)
         ax.set_xlabel(f"{b} value")
