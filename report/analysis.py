@@ -4,6 +4,7 @@ import csv
 import datetime as dt
 import json
 import math
+import pathlib
 import re
 import statistics
 
@@ -190,38 +191,69 @@ def bucket_champions(data, work_by_run):
 
 
 def load_baseline(path, suite):
-    """Per-case latency of a baseline, {case_id: us}, and a description. Formats: the harness's JSON (one
-    object, or JSON lines as scripts/device/step_harness.sh appends them: the lines of `suite`, median over
-    runs), or CSV with columns case_id,us (a header line is optional)."""
+    """Per-case latency of a baseline, {case_id: us}, and a description of it. Formats (docs/report.md):
+    JSON, one object, a list, or JSON lines, of either the harness's results (case_results[].latency_ms;
+    scripts/device/step_harness.sh appends them) or `attn-tuner bench --json` results (cases[].median_ms,
+    kernel-only): the objects of `suite`, median per case over them; or CSV case_id,us."""
     with open(path) as f:
         text = f.read()
     stripped = text.lstrip()
     if stripped.startswith("{") or stripped.startswith("["):
-        docs = []
-        try:
-            parsed = json.loads(text)
-            docs = parsed if isinstance(parsed, list) else [parsed]
-        except ValueError:
-            for n, line in enumerate(text.splitlines(), 1):
-                if line.strip():
-                    try:
-                        docs.append(json.loads(line))
-                    except ValueError as e:
-                        raise ReportError(f"--baseline {path}: line {n} is not JSON: {e}")
-        mine = [d for d in docs if isinstance(d, dict) and suite in (d.get("suite_name"), d.get("suite"))]
-        if not mine:
-            found = sorted({str(d.get("suite_name") or d.get("suite")) for d in docs if isinstance(d, dict)})
-            raise ReportError(f"--baseline {path}: no harness result for suite {suite} (suites there: "
-                              f"{', '.join(found) or 'none'})")
-        per_case = {}
-        for d in mine:
-            for c in d.get("case_results", []):
-                if c.get("latency_ms"):
-                    per_case.setdefault(c["case_id"], []).append(c["latency_ms"] * 1e3)
-        if not per_case:
-            raise ReportError(f"--baseline {path}: the harness results of suite {suite} have no case latencies")
-        return {k: statistics.median(v) for k, v in per_case.items()}, \
-            f"harness results ({len(mine)} run{'s' if len(mine) != 1 else ''} of {suite}, median per case)"
+        return _json_baseline(path, text, suite)
+    return _csv_baseline(path, text)
+
+
+def _suite_of(doc):
+    """The suite a harness or bench result belongs to; a bench "manifest:dir/name.json" is "name"; None
+    when it does not say (`attn-tuner bench --json` prints no suite: it counts for any)."""
+    name = doc.get("suite_name") or doc.get("suite")
+    if not name:
+        return None
+    name = str(name)
+    return pathlib.PurePath(name[len("manifest:"):]).stem if name.startswith("manifest:") else name
+
+
+def _json_baseline(path, text, suite):
+    docs = []
+    try:
+        parsed = json.loads(text)
+        docs = parsed if isinstance(parsed, list) else [parsed]
+    except ValueError:
+        for n, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    docs.append(json.loads(line))
+                except ValueError as e:
+                    raise ReportError(f"--baseline {path}: line {n} is not JSON: {e}")
+    docs = [d for d in docs if isinstance(d, dict)]
+    mine = [d for d in docs if _suite_of(d) in (suite, None)]
+    if not mine:
+        found = sorted({_suite_of(d) for d in docs})
+        raise ReportError(f"--baseline {path}: no result for suite {suite} (suites there: "
+                          f"{', '.join(found) or 'none'})")
+    bench = [d for d in mine if "cases" in d]
+    configs = {json.dumps(d.get("config"), sort_keys=True) + str(d.get("template")) for d in bench}
+    if len(configs) > 1:
+        raise ReportError(f"--baseline {path}: {len(configs)} bench results of suite {suite} with different configs; "
+                          "pass a file with the line of one config")
+    per_case = {}
+    for d in mine:
+        for c in d.get("case_results", []):  # harness
+            if c.get("latency_ms"):
+                per_case.setdefault(c["case_id"], []).append(c["latency_ms"] * 1e3)
+        for c in d.get("cases", []):  # bench
+            if c.get("median_ms") and c.get("passed", True):
+                per_case.setdefault(c["case_id"], []).append(c["median_ms"] * 1e3)
+    if not per_case:
+        raise ReportError(f"--baseline {path}: the results of suite {suite} have no case latencies")
+    kind = "bench (kernel-only)" if bench else "harness"
+    what = f"{kind} results, {len(mine)} of {suite}"
+    if bench:
+        what += f", {bench[0].get('template', '?')} {bench[0].get('label') or ''}".rstrip()
+    return {k: statistics.median(v) for k, v in per_case.items()}, what + ", median per case"
+
+
+def _csv_baseline(path, text):
     out = {}
     for n, row in enumerate(csv.reader(text.splitlines()), 1):
         if not row or not "".join(row).strip() or row[0].startswith("#"):

@@ -264,14 +264,28 @@ TEST(Report, EmptyDbsAndBadInputAreClearMessagesAndADbWithoutChampionsSaysSo) {
     if (!has) w.connection().exec("ALTER TABLE iterations ADD COLUMN fidelity TEXT");
     w.connection().exec("UPDATE iterations SET fidelity = 'screen'");
   }
-  { std::ofstream(dir + "/base.csv") << "smoke-window-1,120\n"; }
-  o = run("report --db '" + db + "' --out '" + out + "' --baseline '" + dir + "/base.csv'");
+  // Two bench results of different configs are ambiguous; one, as `attn-tuner bench --json` prints it
+  // (no suite field), is a kernel-only baseline.
+  nlohmann::json bench = {{"template", "fa2_mma"}, {"config", {{"BLOCK_N", 64}}},
+                          {"cases", {{{"case_id", "smoke-window-1"}, {"median_ms", 0.012}, {"passed", true}}}}};
+  {
+    std::ofstream b(dir + "/sweep.jsonl");
+    b << bench.dump() << "\n";
+    bench["config"]["BLOCK_N"] = 128;
+    b << bench.dump() << "\n";
+  }
+  o = run("report --db '" + db + "' --out '" + out + "' --baseline '" + dir + "/sweep.jsonl'");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.text.find("2 bench results of suite smoke with different configs"), std::string::npos) << o.text;
+  { std::ofstream(dir + "/bench.json") << bench.dump(2) << "\n"; }
+  o = run("report --db '" + db + "' --out '" + out + "' --baseline '" + dir + "/bench.json'");
   ASSERT_EQ(o.code, 0) << o.text;
   EXPECT_NE(o.text.find("note: no champion for suite smoke yet"), std::string::npos) << o.text;
   const std::string html = read_file(out + "/index.html");
   EXPECT_NE(html.find("id=\"no-champion\""), std::string::npos);
   EXPECT_NE(html.find("id=\"no-scores\""), std::string::npos);
   EXPECT_NE(html.find("id=\"no-baseline-overlap\""), std::string::npos);
+  EXPECT_NE(html.find("bench (kernel-only) results, 1 of smoke, fa2_mma"), std::string::npos);
   EXPECT_NE(html.find("too many resources requested for launch"), std::string::npos);  // the compile log
   const auto shown = shown_numbers(html);
   EXPECT_EQ(shown.at("iterations.total"), "1");
