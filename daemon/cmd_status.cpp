@@ -1,8 +1,13 @@
 // `attn-tuner status`: progress of the daemon on a DB (read concurrently, read-only): its run, the
-// iteration in flight, counts by status, rate, champion and an ETA.
+// iteration in flight, counts by status, rate, champion and an ETA. `--watch [N]` redraws it every N s
+// (default 5) until Ctrl-C: the live view during a run.
+#include <unistd.h>
+
 #include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -15,79 +20,121 @@
 
 namespace attn {
 
+namespace {
+
+/// One status view of the DB at `db_path` (text, or JSON with as_json). Throws CliError when there is no
+/// DB or no run yet.
+void print_status(const std::string& db_path, bool as_json) {
+  if (!std::filesystem::exists(db_path)) throw CliError("no experiment DB at " + db_path);
+  auto db = ExperimentDb::open(db_path, ExperimentDb::Mode::read_only);
+  const auto runs = db.runs();
+  if (runs.empty()) throw CliError(db_path + " has no runs yet");
+  const RunRecord& run = runs.back();
+  const auto pid = running_daemon(db_path);
+  nlohmann::json live;
+  if (std::ifstream in(status_file_for(db_path)); in) {
+    try {
+      in >> live;
+    } catch (const std::exception&) {
+      live = nlohmann::json();
+    }
+  }
+  const bool live_ok = live.is_object() && live.value("run_id", std::int64_t(-1)) == run.id;
+  // A worker killed by a daemon at its start (that run's status file says so), or one alive right now
+  // although no daemon runs (the next `run` kills it).
+  const std::string stale_killed = live_ok ? live.value("stale_worker", "") : "";
+  std::string stale_alive;
+  if (!pid)
+    if (const auto s = find_stale_worker(db_path))
+      stale_alive = fmt::format("stale {} is alive although no daemon runs: the next `run` kills it (or kill -KILL -{})",
+                                s->describe(), s->record.pgid);
+  const RunProgress p = db.run_progress(run.id);
+  const double elapsed = live_ok ? live.value("elapsed_s", 0.0) : 0.0;
+  const double rate_h = elapsed > 0 ? p.iterations / elapsed * 3600 : 0;
+  std::optional<double> eta_s;
+  if (live_ok && rate_h > 0 && run.status == RunStatus::running) {
+    const double per_it = 3600 / rate_h;
+    if (live["budget_s"].is_number()) eta_s = live["budget_s"].get<double>() - elapsed;
+    if (live["max_iterations"].is_number()) {
+      const double left = (live["max_iterations"].get<double>() - p.iterations) * per_it;
+      eta_s = eta_s ? std::min(*eta_s, left) : left;
+    }
+    const double space_left = (live.value("space_total", 0.0) - live.value("space_seen", 0.0)) * per_it;
+    eta_s = eta_s ? std::min(*eta_s, space_left) : space_left;
+  }
+  const auto champ = db.champion(run.suite, ChampionScope::overall);
+  std::optional<IterationRecord> champ_it;
+  if (champ) champ_it = db.iteration(champ->iteration_id);
+  if (as_json) {
+    nlohmann::json j = {{"run", run}, {"daemon_pid", pid ? nlohmann::json(*pid) : nlohmann::json()},
+                        {"progress", p}, {"rate_per_hour", rate_h},
+                        {"eta_s", eta_s ? nlohmann::json(*eta_s) : nlohmann::json()},
+                        {"current", live_ok ? live.value("current", "") : ""},
+                        {"stale_worker_killed", stale_killed}, {"stale_worker_alive", stale_alive},
+                        {"champion", champ_it ? nlohmann::json(*champ_it) : nlohmann::json()}};
+    fmt::print("{}\n", j.dump(2));
+    return;
+  }
+  fmt::print("run {} ({}): {} on {}, suite {}, strategy {}, started {}\n", run.id, to_string(run.status),
+             pid ? fmt::format("daemon pid {}", *pid) : std::string("no daemon running"), run.gpu_name, run.suite,
+             run.strategy, run.started_at);
+  if (run.status != RunStatus::running) fmt::print("ended {}: {}\n", run.ended_at, run.stop_reason);
+  if (live_ok && run.status == RunStatus::running) fmt::print("in flight: {}\n", live.value("current", "-"));
+  if (!stale_killed.empty()) fmt::print("{}\n", stale_killed);
+  if (!stale_alive.empty()) fmt::print("warning: {}\n", stale_alive);
+  fmt::print("iterations {}: keep {}, discard {}, crash {}, interrupted {}; {:.0f} configs/hour; GPU {:.0f} s, NVRTC {:.0f} s\n",
+             p.iterations, p.keep, p.discard, p.crash, p.interrupted, rate_h, p.gpu_ms / 1000, p.compile_ms / 1000);
+  if (eta_s) fmt::print("ETA {:.0f} min (budget, iteration limit or search space, whichever ends first)\n", *eta_s / 60);
+  if (champ_it)
+    fmt::print("champion: iter {} {} ms ({} {}), window {} global {} retrieval {} ms\n", champ_it->iter,
+               format_ms(champ_it->geomean_ms), champ_it->template_name, champ_it->params,
+               format_ms(champ_it->window_ms), format_ms(champ_it->global_ms), format_ms(champ_it->retrieval_ms));
+  else
+    fmt::print("champion: none yet\n");
+}
+
+/// Redraws print_status every `every_s` seconds until SIGINT or SIGTERM (exit code 0). A missing DB
+/// or a DB without runs is shown as such and watched on: the daemon may be about to create it.
+void watch_status(const std::string& db_path, double every_s) {
+  StopRequest stop;
+  SignalWatcher signals(stop);
+  const bool tty = ::isatty(STDOUT_FILENO) == 1;
+  while (!stop.stopping()) {
+    const std::time_t now = std::time(nullptr);
+    char clock[16];
+    std::strftime(clock, sizeof clock, "%H:%M:%S", std::localtime(&now));
+    if (tty) fmt::print("\033[H\033[2J");
+    fmt::print("--- {} status of {}, every {:g} s (Ctrl-C to stop)\n", clock, db_path, every_s);
+    try {
+      print_status(db_path, false);
+    } catch (const std::exception& e) {  // not there yet, or being created: say so and keep watching
+      fmt::print("{}\n", e.what());
+    }
+    std::fflush(stdout);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(every_s);
+    while (!stop.stopping() && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+}  // namespace
+
 void add_status_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("status", "show the progress of the daemon working on a DB");
   auto db_path = std::make_shared<std::string>("runs/attn-tuner.db");
   auto as_json = std::make_shared<bool>(false);
+  auto watch_s = std::make_shared<double>(0);
   cmd->add_option("--db", *db_path, "experiment DB")->capture_default_str();
-  cmd->add_flag("--json", *as_json, "machine-readable output");
-  cmd->callback([db_path, as_json] {
-    if (!std::filesystem::exists(*db_path)) throw CliError("no experiment DB at " + *db_path);
-    auto db = ExperimentDb::open(*db_path, ExperimentDb::Mode::read_only);
-    const auto runs = db.runs();
-    if (runs.empty()) throw CliError(*db_path + " has no runs yet");
-    const RunRecord& run = runs.back();
-    const auto pid = running_daemon(*db_path);
-    nlohmann::json live;
-    if (std::ifstream in(status_file_for(*db_path)); in) {
-      try {
-        in >> live;
-      } catch (const std::exception&) {
-        live = nlohmann::json();
-      }
-    }
-    const bool live_ok = live.is_object() && live.value("run_id", std::int64_t(-1)) == run.id;
-    // A worker killed by a daemon at its start (that run's status file says so), or one alive right now
-    // although no daemon runs (the next `run` kills it).
-    const std::string stale_killed = live_ok ? live.value("stale_worker", "") : "";
-    std::string stale_alive;
-    if (!pid)
-      if (const auto s = find_stale_worker(*db_path))
-        stale_alive = fmt::format("stale {} is alive although no daemon runs: the next `run` kills it (or kill -KILL -{})",
-                                  s->describe(), s->record.pgid);
-    const RunProgress p = db.run_progress(run.id);
-    const double elapsed = live_ok ? live.value("elapsed_s", 0.0) : 0.0;
-    const double rate_h = elapsed > 0 ? p.iterations / elapsed * 3600 : 0;
-    std::optional<double> eta_s;
-    if (live_ok && rate_h > 0 && run.status == RunStatus::running) {
-      const double per_it = 3600 / rate_h;
-      if (live["budget_s"].is_number()) eta_s = live["budget_s"].get<double>() - elapsed;
-      if (live["max_iterations"].is_number()) {
-        const double left = (live["max_iterations"].get<double>() - p.iterations) * per_it;
-        eta_s = eta_s ? std::min(*eta_s, left) : left;
-      }
-      const double space_left = (live.value("space_total", 0.0) - live.value("space_seen", 0.0)) * per_it;
-      eta_s = eta_s ? std::min(*eta_s, space_left) : space_left;
-    }
-    const auto champ = db.champion(run.suite, ChampionScope::overall);
-    std::optional<IterationRecord> champ_it;
-    if (champ) champ_it = db.iteration(champ->iteration_id);
-    if (*as_json) {
-      nlohmann::json j = {{"run", run}, {"daemon_pid", pid ? nlohmann::json(*pid) : nlohmann::json()},
-                          {"progress", p}, {"rate_per_hour", rate_h},
-                          {"eta_s", eta_s ? nlohmann::json(*eta_s) : nlohmann::json()},
-                          {"current", live_ok ? live.value("current", "") : ""},
-                          {"stale_worker_killed", stale_killed}, {"stale_worker_alive", stale_alive},
-                          {"champion", champ_it ? nlohmann::json(*champ_it) : nlohmann::json()}};
-      fmt::print("{}\n", j.dump(2));
-      return;
-    }
-    fmt::print("run {} ({}): {} on {}, suite {}, strategy {}, started {}\n", run.id, to_string(run.status),
-               pid ? fmt::format("daemon pid {}", *pid) : std::string("no daemon running"), run.gpu_name, run.suite,
-               run.strategy, run.started_at);
-    if (run.status != RunStatus::running) fmt::print("ended {}: {}\n", run.ended_at, run.stop_reason);
-    if (live_ok && run.status == RunStatus::running) fmt::print("in flight: {}\n", live.value("current", "-"));
-    if (!stale_killed.empty()) fmt::print("{}\n", stale_killed);
-    if (!stale_alive.empty()) fmt::print("warning: {}\n", stale_alive);
-    fmt::print("iterations {}: keep {}, discard {}, crash {}, interrupted {}; {:.0f} configs/hour; GPU {:.0f} s, NVRTC {:.0f} s\n",
-               p.iterations, p.keep, p.discard, p.crash, p.interrupted, rate_h, p.gpu_ms / 1000, p.compile_ms / 1000);
-    if (eta_s) fmt::print("ETA {:.0f} min (budget, iteration limit or search space, whichever ends first)\n", *eta_s / 60);
-    if (champ_it)
-      fmt::print("champion: iter {} {} ms ({} {}), window {} global {} retrieval {} ms\n", champ_it->iter,
-                 format_ms(champ_it->geomean_ms), champ_it->template_name, champ_it->params,
-                 format_ms(champ_it->window_ms), format_ms(champ_it->global_ms), format_ms(champ_it->retrieval_ms));
-    else
-      fmt::print("champion: none yet\n");
+  auto* json = cmd->add_flag("--json", *as_json, "machine-readable output");
+  auto* watch = cmd->add_option("--watch", *watch_s, "redraw every N seconds until Ctrl-C (N default 5)")
+                    ->expected(0, 1)
+                    ->default_str("5");
+  watch->excludes(json);
+  cmd->callback([db_path, as_json, watch_s, watch] {
+    if (watch->count() == 0) return print_status(*db_path, *as_json);
+    if (!(*watch_s > 0))
+      throw CliError(fmt::format("--watch: the period must be a positive number of seconds, got {}", *watch_s));
+    watch_status(*db_path, *watch_s);
   });
 }
 

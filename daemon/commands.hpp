@@ -22,5 +22,6 @@ void add_run_command(CLI::App& app);      // daemon: the tuning loop
 void add_status_command(CLI::App& app);   // daemon: progress of a running daemon
 void add_stop_command(CLI::App& app);     // daemon: stop a running daemon cleanly
 void add_export_command(CLI::App& app);   // export: write a challenge submission directory
+void add_report_command(CLI::App& app);   // report: the morning report (HTML + PNG) from the DB
 
 }  // namespace attn

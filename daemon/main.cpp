@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   attn::add_status_command(app);
   attn::add_stop_command(app);
   attn::add_export_command(app);
+  attn::add_report_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -60,6 +60,14 @@ struct Census {
 };
 Census census(const std::vector<IterationRecord>& iterations);
 
+/// The names the report tests use (one fixture for every daemon test).
+using Fixture = DaemonFixture;
+inline Output run(const std::string& args, const std::string& env = "") { return run_tuner(args, env); }
+inline std::string read_file(const std::string& path) { return read_text(path); }
+
+/// fake.json: 18 healthy configs + 3 of each of 5 fault kinds.
+inline constexpr std::size_t kFakeSpace = 33;
+
 /// tests/daemon/fake_worker.py in the source tree.
 std::string fake_worker_path();
 

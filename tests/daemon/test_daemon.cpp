@@ -2,16 +2,12 @@
 // DB and iters.tsv, and tests/daemon/fake_worker.py standing in for the GPU worker (it scores configs and
 // injects every fault kind: compile error, hang, fault, wrong result, dead worker).
 #include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -29,10 +25,9 @@ namespace fs = std::filesystem;
 using test::Output;
 using Fixture = test::DaemonFixture;
 
-Output run(const std::string& args, const std::string& env = "") { return test::run_tuner(args, env); }
-std::string read_file(const std::string& path) { return test::read_text(path); }
-
-constexpr std::size_t kFakeSpace = 33;  // fake.json: 18 healthy configs + 3 of each of 5 fault kinds
+using test::kFakeSpace;
+using test::read_file;
+using test::run;
 
 TEST(Daemon, ExhaustiveRunSurvivesEveryFaultKindAndLosesNoRow) {
   Fixture f;

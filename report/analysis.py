@@ -1,0 +1,274 @@
+"""The numbers behind the morning report's sections, computed from dbread.load() output and the
+per-case work that `attn-tuner report` writes (cases.json, from workload/roofline)."""
+import csv
+import datetime as dt
+import json
+import math
+import pathlib
+import re
+import statistics
+
+from dbread import ReportError
+
+FAILURE_KINDS = ["compile", "device_limit", "fault", "hang", "wrong_result", "worker_died", "interrupted"]
+SCORED = ("keep", "discard")
+
+
+def parse_time(text):
+    """ISO-8601 UTC text as the DB writes it ("2026-11-05T12:34:56.789Z") -> aware datetime; None for ''."""
+    if not text:
+        return None
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def full_fidelity_value(iterations):
+    """The fidelity value that means "whole suite": the column holds either text ('full' is the whole suite,
+    anything else a screening level) or numbers (the largest is the whole suite). NULL counts as full."""
+    values = {it["fidelity"] for it in iterations if it["fidelity"] is not None}
+    if values and all(isinstance(v, (int, float)) for v in values):
+        return max(values)
+    return "full"
+
+
+def is_full(it, full_value):
+    f = it["fidelity"]
+    return f is None or f == full_value or (isinstance(f, str) and f.lower() == str(full_value).lower())
+
+
+def scored(data):
+    """keep/discard iterations evaluated on the whole suite with a score, oldest first."""
+    fv = full_fidelity_value(data["iterations"])
+    return [it for it in data["iterations"]
+            if it["status"] in SCORED and it["geomean_ms"] is not None and is_full(it, fv)]
+
+
+def run_rows(data, now=None):
+    """One row per run: status, stop reason, counts by status, screened/full, wall hours (started to ended,
+    or to its last finished iteration while running), GPU-busy and NVRTC hours, configs per hour."""
+    fv = full_fidelity_value(data["iterations"])
+    rows = []
+    for run in data["runs"]:
+        its = [it for it in data["iterations"] if it["run_id"] == run["id"]]
+        finished = [it for it in its if it["status"] != "running"]
+        start = parse_time(run["started_at"])
+        end = parse_time(run["ended_at"]) or max((parse_time(it["finished_at"]) for it in finished), default=None) \
+            or now or start
+        wall_h = max((end - start).total_seconds(), 0.0) / 3600
+        counts = {s: sum(1 for it in its if it["status"] == s)
+                  for s in ("keep", "discard", "crash", "interrupted", "running")}
+        screened = sum(1 for it in finished if not is_full(it, fv))
+        rows.append({"id": run["id"], "status": run["status"], "stop_reason": run["stop_reason"] or "",
+                     "started_at": run["started_at"], "ended_at": run["ended_at"] or "", "strategy": run["strategy"],
+                     "gpu_name": run["gpu_name"], "iterations": len(its), "counts": counts,
+                     "screened": screened, "full": len(finished) - screened, "wall_h": wall_h,
+                     "gpu_h": sum(it["gpu_ms"] or 0 for it in its) / 3.6e6,
+                     "compile_h": sum(it["compile_ms"] or 0 for it in its) / 3.6e6,
+                     "configs_per_h": len(finished) / wall_h if wall_h > 0 else None,
+                     "start": start, "end": end})
+    return rows
+
+
+def best_so_far(its):
+    """[(iteration, best score so far in ms)] in iteration order."""
+    out, best = [], math.inf
+    for it in its:
+        best = min(best, it["geomean_ms"])
+        out.append((it, best))
+    return out
+
+
+def parameter_values(its):
+    """{parameter: sorted distinct values} over `its`, only parameters with at least two values."""
+    values = {}
+    for it in its:
+        for k, v in it["config"].items():
+            values.setdefault(k, set()).add(v)
+    return {k: sorted(v, key=_sort_key) for k, v in sorted(values.items(), key=lambda kv: _natural(kv[0]))
+            if len(v) >= 2}
+
+
+def _sort_key(v):
+    return (0, v, "") if isinstance(v, (int, float)) else (1, 0, str(v))
+
+
+def _natural(name):
+    """Sort key that puts P2 before P10."""
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", name)]
+
+
+def interaction_strengths(its):
+    """Pairwise interactions of one template's parameters on log(score). Method (two-way ANOVA on the
+    unbalanced data of a search, stated in the report): with y = ln(geomean_ms), grand mean m, level means
+    a_i, b_j and cell means c_ij (n_ij configs), SS_int = sum n_ij (c_ij - a_i - b_j + m)^2; strength =
+    SS_int / SS_total, the share of the variance of y that the pair explains beyond its two main effects.
+    Returns [(strength, a, b)] strongest first; pairs need two levels each and at least 3 filled cells."""
+    values = parameter_values(its)
+    ys = [math.log(it["geomean_ms"]) for it in its]
+    if len(ys) < 4:
+        return []
+    m = statistics.fmean(ys)
+    ss_total = sum((y - m) ** 2 for y in ys)
+    if ss_total <= 0:
+        return []
+    names = list(values)
+    out = []
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            rows = [(it["config"].get(a), it["config"].get(b), y) for it, y in zip(its, ys)
+                    if a in it["config"] and b in it["config"]]
+            mean_a = _means((r[0], r[2]) for r in rows)
+            mean_b = _means((r[1], r[2]) for r in rows)
+            cells = {}
+            for va, vb, y in rows:
+                cells.setdefault((va, vb), []).append(y)
+            if len(cells) < 3:
+                continue
+            ss = sum(len(ys_) * (statistics.fmean(ys_) - mean_a[va] - mean_b[vb] + m) ** 2
+                     for (va, vb), ys_ in cells.items())
+            out.append((ss / ss_total, a, b))
+    out.sort(key=lambda t: -t[0])
+    return out
+
+
+def _means(pairs):
+    groups = {}
+    for k, y in pairs:
+        groups.setdefault(k, []).append(y)
+    return {k: statistics.fmean(v) for k, v in groups.items()}
+
+
+def load_case_work(path):
+    """cases.json from `attn-tuner report`: {"ceilings": {...}, "runs": {run id: {case_id: work}}}."""
+    with open(path) as f:
+        doc = json.load(f)
+    sets = doc["case_sets"]
+    runs = {int(k): {c["case_id"]: c for c in sets[v]} for k, v in doc["run_case_set"].items()}
+    return doc["ceilings"], runs
+
+
+def case_metrics(case_rows, work, ceilings):
+    """Per case of an iteration: us, TFLOP/s, % of the compute peak, x the roofline floor (work from
+    workload/roofline via cases.json; a case without work or latency gets None there)."""
+    out = []
+    for c in case_rows:
+        w = work.get(c["case_id"])
+        us = c["median_ms"] * 1e3 if c["median_ms"] is not None else None
+        row = {"case_id": c["case_id"], "family": c["family"], "us": us, "passed": c["passed"], "work": w,
+               "tflops": None, "pct_peak": None, "x_floor": None}
+        if w and us:
+            row["tflops"] = w["flops"] / (us * 1e-6) / 1e12
+            row["pct_peak"] = 100 * row["tflops"] / ceilings["tflops"]
+            row["x_floor"] = us / w["floor_us"] if w["floor_us"] > 0 else None
+        out.append(row)
+    return out
+
+
+def geomean(xs):
+    xs = [x for x in xs if x and x > 0]
+    return math.exp(statistics.fmean(math.log(x) for x in xs)) if xs else None
+
+
+def bucket_champions(data, work_by_run):
+    """Per shape bucket (t_max, batch*heads; issue 9's buckets): the whole-suite keep/discard iteration with
+    the lowest geometric mean of its per-case medians over the bucket's cases (only iterations that timed
+    every case of the bucket). Returns [{bucket, case_ids, iter, score_ms}] ordered by bucket."""
+    best = {}
+    for it in scored(data):
+        rows = data["cases"].get(it["id"], [])
+        work = work_by_run.get(it["run_id"], {})
+        by_bucket = {}
+        for c in rows:
+            w = work.get(c["case_id"])
+            if w is not None:
+                by_bucket.setdefault((w["t_max"], w["batch_heads"]), []).append(c)
+        for key, cs in by_bucket.items():
+            if any(c["median_ms"] is None or not c["passed"] for c in cs):
+                continue
+            g = geomean([c["median_ms"] for c in cs])
+            if key not in best or g < best[key]["score_ms"]:
+                best[key] = {"bucket": key, "case_ids": sorted(c["case_id"] for c in cs), "iter": it, "score_ms": g}
+    return [best[k] for k in sorted(best)]
+
+
+def load_baseline(path, suite):
+    """Per-case latency of a baseline, {case_id: us}, and a description of it. Formats (docs/report.md):
+    JSON, one object, a list, or JSON lines, of either the harness's results (case_results[].latency_ms;
+    scripts/device/step_harness.sh appends them) or `attn-tuner bench --json` results (cases[].median_ms,
+    kernel-only): the objects of `suite`, median per case over them; or CSV case_id,us."""
+    with open(path) as f:
+        text = f.read()
+    stripped = text.lstrip()
+    if stripped.startswith("{") or stripped.startswith("["):
+        return _json_baseline(path, text, suite)
+    return _csv_baseline(path, text)
+
+
+def _suite_of(doc):
+    """The suite a harness or bench result belongs to; a bench "manifest:dir/name.json" is "name"; None
+    when it does not say (`attn-tuner bench --json` prints no suite: it counts for any)."""
+    name = doc.get("suite_name") or doc.get("suite")
+    if not name:
+        return None
+    name = str(name)
+    return pathlib.PurePath(name[len("manifest:"):]).stem if name.startswith("manifest:") else name
+
+
+def _json_baseline(path, text, suite):
+    docs = []
+    try:
+        parsed = json.loads(text)
+        docs = parsed if isinstance(parsed, list) else [parsed]
+    except ValueError:
+        for n, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    docs.append(json.loads(line))
+                except ValueError as e:
+                    raise ReportError(f"--baseline {path}: line {n} is not JSON: {e}")
+    docs = [d for d in docs if isinstance(d, dict)]
+    mine = [d for d in docs if _suite_of(d) in (suite, None)]
+    if not mine:
+        found = sorted({_suite_of(d) for d in docs})
+        raise ReportError(f"--baseline {path}: no result for suite {suite} (suites there: "
+                          f"{', '.join(found) or 'none'})")
+    bench = [d for d in mine if "cases" in d]
+    configs = {json.dumps(d.get("config"), sort_keys=True) + str(d.get("template")) for d in bench}
+    if len(configs) > 1:
+        raise ReportError(f"--baseline {path}: {len(configs)} bench results of suite {suite} with different configs; "
+                          "pass a file with the line of one config")
+    per_case = {}
+    for d in mine:
+        for c in d.get("case_results", []):  # harness
+            if c.get("latency_ms"):
+                per_case.setdefault(c["case_id"], []).append(c["latency_ms"] * 1e3)
+        for c in d.get("cases", []):  # bench
+            if c.get("median_ms") and c.get("passed", True):
+                per_case.setdefault(c["case_id"], []).append(c["median_ms"] * 1e3)
+    if not per_case:
+        raise ReportError(f"--baseline {path}: the results of suite {suite} have no case latencies")
+    kind = "bench (kernel-only)" if bench else "harness"
+    what = f"{kind} results, {len(mine)} of {suite}"
+    if bench:
+        what += f", {bench[0].get('template', '?')} {bench[0].get('label') or ''}".rstrip()
+    return {k: statistics.median(v) for k, v in per_case.items()}, what + ", median per case"
+
+
+def _csv_baseline(path, text):
+    out = {}
+    for n, row in enumerate(csv.reader(text.splitlines()), 1):
+        if not row or not "".join(row).strip() or row[0].startswith("#"):
+            continue
+        if len(row) < 2:
+            raise ReportError(f"--baseline {path}: line {n} needs two columns case_id,us: {','.join(row)}")
+        try:
+            us = float(row[1])
+        except ValueError:
+            if n == 1:
+                continue  # header
+            raise ReportError(f"--baseline {path}: line {n}: '{row[1]}' is not a latency in us")
+        if not us > 0:
+            raise ReportError(f"--baseline {path}: line {n}: latency {us} us is not positive")
+        out[row[0].strip()] = us
+    if not out:
+        raise ReportError(f"--baseline {path}: no case_id,us rows")
+    return out, "CSV of per-case us"

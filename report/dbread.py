@@ -1,0 +1,70 @@
+"""Reads the experiment DB (docs/db-schema.md) read-only for the morning report: the runs, iterations,
+case results, champions and promotions of one suite. Times stay ISO-8601 text here; latencies are ms."""
+import json
+import pathlib
+import sqlite3
+
+
+class ReportError(Exception):
+    """A problem the user can fix (bad input, nothing to report): printed as one line, exit code 2."""
+
+
+def connect(path):
+    """Opens `path` with SQLITE_OPEN_READONLY (mode=ro); the file is never created or written."""
+    uri = pathlib.Path(path).absolute().as_uri() + "?mode=ro"
+    conn = sqlite3.connect(uri, uri=True)
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+def columns(conn, table):
+    """The column names of `table` (empty when the table does not exist)."""
+    return [r["name"] for r in conn.execute(f"PRAGMA table_info({table})")]
+
+
+def suites(conn):
+    """Suites that have runs, in order of their first run."""
+    return [r[0] for r in conn.execute("SELECT suite FROM runs GROUP BY suite ORDER BY min(id)")]
+
+
+def _rows(conn, sql, *args):
+    return [dict(r) for r in conn.execute(sql, args)]
+
+
+def load(conn, suite):
+    """Everything the report shows about `suite`, as plain dicts (column names as in the DB):
+    runs, iterations (params parsed into `config`, `fidelity` None when the column is absent),
+    cases {iteration id: [case rows]} of keep/discard iterations, champions, promotions (aba parsed),
+    compile_logs {variant id: log} of failed compiles."""
+    has_fidelity = "fidelity" in columns(conn, "iterations")
+    fid = "i.fidelity" if has_fidelity else "NULL"
+    runs = _rows(conn, "SELECT * FROM runs WHERE suite = ? ORDER BY id", suite)
+    its = _rows(conn, f"""SELECT i.id, i.run_id, i.variant_id, i.template, i.params_json, i.params, i.status,
+                              i.failure_kind, i.geomean_ms, i.delta_ms, i.window_ms, i.global_ms, i.retrieval_ms,
+                              i.description, i.started_at, i.finished_at, i.gpu_ms, i.compile_ms,
+                              {fid} AS fidelity
+                          FROM iterations i WHERE i.suite = ? ORDER BY i.id""", suite)
+    for it in its:
+        try:
+            cfg = json.loads(it["params_json"])
+        except ValueError:
+            cfg = {}
+        it["config"] = cfg if isinstance(cfg, dict) else {}
+    cases = {}
+    for r in _rows(conn, """SELECT c.* FROM case_results c JOIN iterations i ON i.id = c.iteration_id
+                            WHERE i.suite = ? AND i.status IN ('keep', 'discard')
+                            ORDER BY c.iteration_id, c.case_id""", suite):
+        cases.setdefault(r["iteration_id"], []).append(r)
+    champions = _rows(conn, "SELECT * FROM champions WHERE suite = ? ORDER BY scope", suite)
+    promotions = _rows(conn, "SELECT * FROM champion_history WHERE suite = ? ORDER BY id", suite)
+    for p in promotions:
+        try:
+            aba = json.loads(p["aba_json"] or "{}")
+        except ValueError:
+            aba = {}
+        p["aba"] = aba if isinstance(aba, dict) else {}
+    compile_logs = {r["id"]: r["compile_log"] for r in conn.execute(
+        """SELECT v.id, v.compile_log FROM variants v
+           WHERE v.compile_ok = 0 AND v.id IN (SELECT variant_id FROM iterations WHERE suite = ?)""", (suite,))}
+    return {"suite": suite, "runs": runs, "iterations": its, "cases": cases, "champions": champions,
+            "promotions": promotions, "compile_logs": compile_logs, "has_fidelity": has_fidelity}
