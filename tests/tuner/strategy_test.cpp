@@ -115,7 +115,7 @@ TEST_P(EveryStrategy, NeverProposesPendingConfigs) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, EveryStrategy,
-                         ::testing::Values("exhaustive", "random", "local", "evolutionary"),
+                         ::testing::Values("exhaustive", "random", "local", "evolutionary", "model"),
                          [](const auto& info) { return info.param; });
 
 TEST(ExhaustiveStrategy, OdometerOrderWithPositions) {
@@ -253,6 +253,48 @@ TEST(EvolutionaryStrategy, BeatsRandomOnABowlWithTheSameBudget) {
   EXPECT_GE(evo_wins, 5);
 }
 
+TEST(ModelStrategy, BeatsRandomOnABowlWithTheSameBudget) {
+  // As the evolutionary test: 5 parameters x 8 values (about 25k valid configs), 80 evaluations.
+  const auto space = grid_space("bowl5", 5, 8, "P0 * P1 <= 40");
+  const auto score = bowl({5, 6, 3, 7, 4}, {1, 1, 1, 1, 1});
+  double model_total = 0, rand_total = 0;
+  int wins = 0;
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+    SearchState sm(space), sr(space);
+    auto model = make_model_strategy(seed);
+    auto rnd = make_random_strategy(seed);
+    const double m = drive(*model, sm, score, 80).best_ms, r = drive(*rnd, sr, score, 80).best_ms;
+    model_total += m;
+    rand_total += r;
+    wins += m < r;
+  }
+  EXPECT_LT(model_total, 0.7 * rand_total) << "model mean best " << model_total / 6 << ", random " << rand_total / 6;
+  EXPECT_GE(wins, 5);
+  RecordProperty("model_mean_best", std::to_string(model_total / 6));
+  RecordProperty("random_mean_best", std::to_string(rand_total / 6));
+}
+
+TEST(ModelStrategy, UsesTheCompileReportWhenKnown) {
+  // The score depends only on "registers", a hash-like function of the parameters (1% of the 1000 configs
+  // have the lowest): with every config's compile report known the model homes in on it, from the
+  // parameters alone it can only search about as random does (about 100 evaluations).
+  const auto space = grid_space("regs", 3, 10, "P0 + P1 + P2 >= 3");
+  auto regs = [](const Config& c) { return double((c.at("P0") * 37 + c.at("P1") * 11 + c.at("P2") * 5) % 101); };
+  const test::ScoreFn score = [&](const Config& c) -> std::optional<double> { return 1.0 + regs(c); };
+  std::size_t with = 0, without = 0;
+  for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+    SearchState a(space), b(space);
+    for (const auto& c : a.valid_configs()) a.set_resources(c, ConfigResources{regs(c), 0, 0});
+    auto ma = make_model_strategy(seed), mb = make_model_strategy(seed);
+    with += drive(*ma, a, score, 400, 1.0).evals_to.value_or(400);
+    without += drive(*mb, b, score, 400, 1.0).evals_to.value_or(400);
+  }
+  EXPECT_LT(with, without) << "with the compile report " << with / 4 << " evaluations, without " << without / 4;
+  RecordProperty("evaluations_with_report", std::to_string(with / 4));
+  RecordProperty("evaluations_without_report", std::to_string(without / 4));
+  EXPECT_LT(with / 4, 60u);
+}
+
 TEST(EvolutionaryStrategy, MovesNameTheParents) {
   SearchState state(test::tile_space(test::temp_dir("tuner-strat")));
   auto s = make_evolutionary_strategy(9);
@@ -264,7 +306,7 @@ TEST(EvolutionaryStrategy, MovesNameTheParents) {
 }
 
 TEST(StrategyFactory, KnownNamesAndUnknownNameError) {
-  EXPECT_EQ(strategy_names(), (std::vector<std::string>{"exhaustive", "random", "local", "evolutionary"}));
+  EXPECT_EQ(strategy_names(), (std::vector<std::string>{"exhaustive", "random", "local", "evolutionary", "model"}));
   for (const auto& n : strategy_names()) EXPECT_EQ(make_strategy(n, 1)->name(), n);
   try {
     make_strategy("annealing", 1);
