@@ -197,10 +197,13 @@ std::string format_replay(const ReplaySummary& s) {
     }
     const auto& e = *s.evals[t];
     const auto& c = *s.cost[t];
-    out += fmt::format("median {:.0f} evaluations ({:.1f}% of the space), p25 {:.0f}, p75 {:.0f}; cost median {:.1f} "
+    // Share of the space searched: of the answered subspace when unknown configs are skipped.
+    const std::size_t space = o.skip_unknown ? s.answered : s.space;
+    out += fmt::format("median {:.0f} evaluations ({:.1f}% of the {}space), p25 {:.0f}, p75 {:.0f}; cost median {:.1f} "
                        "whole-suite evaluations (p25 {:.1f}, p75 {:.1f}); reached by {} of {} seeds\n",
-                       e.median, 100.0 * e.median / double(std::max<std::size_t>(1, s.space)), e.p25, e.p75, c.median,
-                       c.p25, c.p75, s.reached[t], s.runs.size());
+                       e.median, 100.0 * e.median / double(std::max<std::size_t>(1, space)),
+                       o.skip_unknown ? "answered " : "", e.p25, e.p75, c.median, c.p25, c.p75, s.reached[t],
+                       s.runs.size());
   }
   out += fmt::format("  per seed: {:.1f} configs proposed, {:.1f} evaluated on the whole suite, {:.1f} the DB could "
                      "not answer ({})\n",

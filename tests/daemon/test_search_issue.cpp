@@ -28,28 +28,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Output {
-  int code = -1;
-  std::string text;
-};
-
-Output run_cli(const std::string& args, const std::string& env = "") {
-  const std::string cmd = env + " '" + test::binary_path() + "' " + args + " 2>&1";
-  Output out;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.text.append(buf, n);
-  const int status = ::pclose(p);
-  out.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test::run_binary;
+using test::read_text;
 
 /// One fake_worker eval: the config, how many cases, whether it validated, the case seeds.
 struct EvalLine {
@@ -105,7 +85,7 @@ double fake_score(const Config& c) {
 
 TEST(SearchIssue, LadderScreensOutWeakConfigsAndEvaluatesContendersInFull) {
   Fixture f;
-  const Output out = run_cli(f.args("--suite full --fidelity ladder --screen-cutoff 0.05 --no-holdout"), f.env());
+  const auto out = run_binary(f.args("--suite full --fidelity ladder --screen-cutoff 0.05 --no-holdout"), f.env());
   ASSERT_EQ(out.code, 0) << out.text;
   EXPECT_NE(out.text.find("fidelity ladder (screen: 3 of 9 cases"), std::string::npos) << out.text;
 
@@ -166,18 +146,18 @@ TEST(SearchIssue, LadderScreensOutWeakConfigsAndEvaluatesContendersInFull) {
   EXPECT_EQ(p.full_evaluations, 8);
   EXPECT_NE(out.text.find("configs: 10 screened out"), std::string::npos) << out.text;
   // iters.tsv keeps its columns and is the DB's rendering; screened rows say what was screened.
-  const std::string tsv = slurp(f.tsv);
+  const std::string tsv = read_text(f.tsv);
   EXPECT_EQ(tsv, render_all(its));
   EXPECT_EQ(tsv.substr(0, tsv.find('\n')),
             "iter\tgeomean_ms\tdelta_ms\twindow_ms\tglobal_ms\tretrieval_ms\tstatus\tparams\tdescription");
-  const Output status = run_cli("status --db '" + f.db + "'");
+  const auto status = run_binary("status --db '" + f.db + "'");
   EXPECT_NE(status.text.find("10 screened out"), std::string::npos) << status.text;
 }
 
 TEST(SearchIssue, RotatedSeedsAreRecordedAndReachTheWorker) {
   Fixture f;
-  const Output out =
-      run_cli(f.args("--suite full --fidelity full --rotate-seeds --round 4 --iterations 12 --root-seed 5"), f.env());
+  const auto out =
+      run_binary(f.args("--suite full --fidelity full --rotate-seeds --round 4 --iterations 12 --root-seed 5"), f.env());
   ASSERT_EQ(out.code, 0) << out.text;
   auto db = ExperimentDb::open(f.db, ExperimentDb::Mode::read_only);
   const auto its = db.iterations();
@@ -223,7 +203,7 @@ TEST(SearchIssue, HeldOutCheckRefusesAChampionThatDoesNotHoldOnUnseenSeeds) {
   Fixture f;
   // A=3,B=2 is the fastest config on every tuning seed (0.05 ms) but the slowest on the held-out seeds.
   const std::int64_t holdout_case_seed = builtin_suite("full", kDefaultHoldoutSeed).front().seed;
-  const Output out = run_cli(f.args("--suite full --fidelity full"),
+  const auto out = run_binary(f.args("--suite full --fidelity full"),
                              f.env(fmt::format("FAKE_WORKER_OVERFIT=3,2,{}", holdout_case_seed)));
   ASSERT_EQ(out.code, 0) << out.text;
   auto db = ExperimentDb::open(f.db, ExperimentDb::Mode::read_only);
@@ -248,7 +228,7 @@ TEST(SearchIssue, HeldOutCheckRefusesAChampionThatDoesNotHoldOnUnseenSeeds) {
   for (const auto& p : db.champion_history("full")) EXPECT_NE(p.champion.iteration_id, overfit->iter);
 
   // Export reports the held-out score beside the tuned one.
-  const Output ex = run_cli("export --db '" + f.db + "' --out '" + f.dir + "/sub' --templates '" + f.templates + "'");
+  const auto ex = run_binary("export --db '" + f.db + "' --out '" + f.dir + "/sub' --templates '" + f.templates + "'");
   ASSERT_EQ(ex.code, 0) << ex.text;
   EXPECT_NE(ex.text.find("tuned 0.1000 ms (root seed 0), held-out 0.1000 ms (root seed 1000003, +0.0%)"),
             std::string::npos)
@@ -256,28 +236,36 @@ TEST(SearchIssue, HeldOutCheckRefusesAChampionThatDoesNotHoldOnUnseenSeeds) {
 }
 
 TEST(SearchIssue, SpaceCountsValidConfigsAndListsParameters) {
-  const Output out = run_cli("space --templates '" + test::data_dir() + "/fake_templates'");
+  const auto out = run_binary("space --templates '" + test::data_dir() + "/fake_templates'");
   ASSERT_EQ(out.code, 0) << out.text;
   EXPECT_NE(out.text.find("fake: 33 valid configs (raw product 108, 1 constraint)"), std::string::npos) << out.text;
   EXPECT_NE(out.text.find("  A  1 2 3 4 5 6"), std::string::npos) << out.text;
   EXPECT_NE(out.text.find("default 0  0 none, 1 hang"), std::string::npos) << out.text;
   // Every real template: a count after constraints.
-  const Output real = run_cli("space");
+  const auto real = run_binary("space");
   ASSERT_EQ(real.code, 0) << real.text;
   for (const auto& e : fs::directory_iterator(fs::path(test::data_dir()).parent_path().parent_path() / "kernels_templates"))
     if (e.path().extension() == ".json")
       EXPECT_NE(real.text.find(e.path().stem().string() + ": "), std::string::npos) << e.path();
-  const Output bad = run_cli("space --template nope --templates '" + test::data_dir() + "/fake_templates'");
+  const auto bad = run_binary("space --template nope --templates '" + test::data_dir() + "/fake_templates'");
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.text.find("no file"), std::string::npos) << bad.text;
 }
 
 TEST(SearchIssue, ReplayOnAGeneratedDbFindsTheBestAtItsPositionFromDbAndCsv) {
   Fixture f;
-  ASSERT_EQ(run_cli(f.args("--suite full --fidelity full --no-holdout")).code, 0);
+  // As scripts/device/step_replay_db.sh: every config screened (a cut-off nobody fails) and evaluated in full.
+  ASSERT_EQ(run_binary(f.args("--suite full --fidelity ladder --screen-cutoff 1e9 --no-holdout")).code, 0);
+  {
+    auto db = ExperimentDb::open(f.db, ExperimentDb::Mode::read_only);
+    for (const auto& it : db.iterations()) {
+      EXPECT_EQ(it.fidelity, Fidelity::full) << it.params;
+      EXPECT_TRUE(it.screen_ms && it.geomean_ms) << it.params;
+    }
+  }
   // Exhaustive: the odometer reaches A=4,B=2 at evaluation (4 - 1) * 3 + 2 = 11 of 18.
   const std::string common = "--templates '" + f.templates + "' --within 0 --within 0.05 --seeds 4 ";
-  const Output r = run_cli("replay --db '" + f.db + "' " + common +
+  const auto r = run_binary("replay --db '" + f.db + "' " + common +
                            "--strategy exhaustive --strategy random --max-evaluations 18");
   ASSERT_EQ(r.code, 0) << r.text;
   EXPECT_NE(r.text.find("18 configs (18 with a whole-suite score, 0 failed), best 0.1000 ms"), std::string::npos)
@@ -288,14 +276,14 @@ TEST(SearchIssue, ReplayOnAGeneratedDbFindsTheBestAtItsPositionFromDbAndCsv) {
   EXPECT_NE(r.text.find("per seed: 18.0 configs proposed"), std::string::npos) << r.text;  // the whole space
   // The CSV export replays the same.
   const std::string csv = f.dir + "/full.csv";
-  const Output q = run_cli("query --db '" + f.db + "' csv --out '" + csv + "'");
+  const auto q = run_binary("query --db '" + f.db + "' csv --out '" + csv + "'");
   ASSERT_EQ(q.code, 0) << q.text;
   EXPECT_NE(q.text.find("wrote 18 iterations of suite full"), std::string::npos) << q.text;
-  const Output rc = run_cli("replay --csv '" + csv + "' " + common + "--strategy exhaustive --fidelity ladder --cutoff 0.05");
+  const auto rc = run_binary("replay --csv '" + csv + "' " + common + "--strategy exhaustive --fidelity ladder --cutoff 0.05");
   ASSERT_EQ(rc.code, 0) << rc.text;
   EXPECT_NE(rc.text.find("within 0%: median 11 evaluations"), std::string::npos) << rc.text;
   EXPECT_NE(rc.text.find("fidelity ladder (cut-off 5%"), std::string::npos) << rc.text;
-  const Output bad = run_cli("replay --db '" + f.dir + "/none.db' " + common);
+  const auto bad = run_binary("replay --db '" + f.dir + "/none.db' " + common);
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.text.find("no experiment DB"), std::string::npos) << bad.text;
 }

@@ -76,6 +76,19 @@ std::string make_v1_db() {
   return path;
 }
 
+/// Begins a running wgmma_fa iteration of suite full with the given config and root seed.
+IterationRecord begin_wgmma_iteration(ExperimentDb& db, std::int64_t run_id, const std::string& params_json,
+                                      std::optional<std::int64_t> root_seed) {
+  IterationRecord it;
+  it.run_id = run_id;
+  it.suite = "full";
+  it.template_name = "wgmma_fa";
+  it.params_json = params_json;
+  it.root_seed = root_seed;
+  it.iter = db.begin_iteration(it);
+  return it;
+}
+
 TEST(MigrationFidelity, VersionOneFileKeepsEveryRowAndReadsAsFullFidelity) {
   const std::string path = make_v1_db();
   std::map<std::string, std::string> before;
@@ -108,13 +121,7 @@ TEST(MigrationFidelity, VersionOneFileKeepsEveryRowAndReadsAsFullFidelity) {
   // The migrated file takes new rows of every new kind; the iter counter goes on after 4.
   auto db = ExperimentDb::open(path);
   const auto run_id = db.begin_run(test::sample_run("full"));
-  IterationRecord it;
-  it.run_id = run_id;
-  it.suite = "full";
-  it.template_name = "wgmma_fa";
-  it.params_json = R"({"BLOCK_N":96})";
-  it.root_seed = 7;
-  it.iter = db.begin_iteration(it);
+  IterationRecord it = begin_wgmma_iteration(db, run_id, R"({"BLOCK_N":96})", 7);
   EXPECT_EQ(it.iter, 5);
   it.status = IterationStatus::discard;
   it.fidelity = Fidelity::screen;
@@ -153,12 +160,7 @@ TEST(MigrationFidelity, VersionOneFileKeepsEveryRowAndReadsAsFullFidelity) {
 TEST(MigrationFidelity, StoreRulesForTheNewColumns) {
   auto db = ExperimentDb::open(test::temp_dir("db-fid") + "/t.db");
   const auto run_id = db.begin_run(test::sample_run("full"));
-  IterationRecord it;
-  it.run_id = run_id;
-  it.suite = "full";
-  it.template_name = "wgmma_fa";
-  it.params_json = R"({"BLOCK_N":64})";
-  it.iter = db.begin_iteration(it);
+  IterationRecord it = begin_wgmma_iteration(db, run_id, R"({"BLOCK_N":64})", std::nullopt);
   // A screened-only config is never kept.
   it.status = IterationStatus::keep;
   it.fidelity = Fidelity::screen;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <numeric>
 #include <set>
 
@@ -233,45 +234,46 @@ TEST(LocalStrategy, RestartsWhenTheChampionsNeighbourhoodIsExhausted) {
       << run.proposals[4].move;
 }
 
+/// Best scores of a strategy and of random sampling with the same budget, over seeds 1..6.
+struct VersusRandom {
+  double mean_best = 0, random_mean_best = 0;
+  int wins = 0;  ///< seeds where the strategy's best beat random's
+};
+VersusRandom versus_random(const TemplateSpace& space, const test::ScoreFn& score,
+                           const std::function<std::unique_ptr<Strategy>(std::uint64_t)>& make, std::size_t budget) {
+  VersusRandom v;
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+    SearchState a(space), b(space);
+    auto s = make(seed);
+    auto rnd = make_random_strategy(seed);
+    const double x = drive(*s, a, score, budget).best_ms, r = drive(*rnd, b, score, budget).best_ms;
+    v.mean_best += x / 6;
+    v.random_mean_best += r / 6;
+    v.wins += x < r;
+  }
+  return v;
+}
+
 TEST(EvolutionaryStrategy, BeatsRandomOnABowlWithTheSameBudget) {
   // 5 parameters x 8 values (about 25k valid configs), 80 evaluations, 6 seeds each.
   const auto space = grid_space("bowl5", 5, 8, "P0 * P1 <= 40");
-  const auto score = bowl({5, 6, 3, 7, 4}, {1, 1, 1, 1, 1});
-  double evo_total = 0, rand_total = 0;
-  int evo_wins = 0;
-  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
-    SearchState se(space), sr(space);
-    auto evo = make_evolutionary_strategy(seed);
-    auto rnd = make_random_strategy(seed);
-    const double e = drive(*evo, se, score, 80).best_ms, r = drive(*rnd, sr, score, 80).best_ms;
-    evo_total += e;
-    rand_total += r;
-    evo_wins += e < r;
-  }
-  EXPECT_LT(evo_total, 0.7 * rand_total) << "evolutionary mean best " << evo_total / 6 << ", random "
-                                        << rand_total / 6;
-  EXPECT_GE(evo_wins, 5);
+  const auto v = versus_random(space, bowl({5, 6, 3, 7, 4}, {1, 1, 1, 1, 1}),
+                               [](std::uint64_t seed) { return make_evolutionary_strategy(seed); }, 80);
+  EXPECT_LT(v.mean_best, 0.7 * v.random_mean_best) << "evolutionary mean best " << v.mean_best << ", random "
+                                                  << v.random_mean_best;
+  EXPECT_GE(v.wins, 5);
 }
 
 TEST(ModelStrategy, BeatsRandomOnABowlWithTheSameBudget) {
   // As the evolutionary test: 5 parameters x 8 values (about 25k valid configs), 80 evaluations.
   const auto space = grid_space("bowl5", 5, 8, "P0 * P1 <= 40");
-  const auto score = bowl({5, 6, 3, 7, 4}, {1, 1, 1, 1, 1});
-  double model_total = 0, rand_total = 0;
-  int wins = 0;
-  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
-    SearchState sm(space), sr(space);
-    auto model = make_model_strategy(seed);
-    auto rnd = make_random_strategy(seed);
-    const double m = drive(*model, sm, score, 80).best_ms, r = drive(*rnd, sr, score, 80).best_ms;
-    model_total += m;
-    rand_total += r;
-    wins += m < r;
-  }
-  EXPECT_LT(model_total, 0.7 * rand_total) << "model mean best " << model_total / 6 << ", random " << rand_total / 6;
-  EXPECT_GE(wins, 5);
-  RecordProperty("model_mean_best", std::to_string(model_total / 6));
-  RecordProperty("random_mean_best", std::to_string(rand_total / 6));
+  const auto v = versus_random(space, bowl({5, 6, 3, 7, 4}, {1, 1, 1, 1, 1}),
+                               [](std::uint64_t seed) { return make_model_strategy(seed); }, 80);
+  EXPECT_LT(v.mean_best, 0.7 * v.random_mean_best) << "model mean best " << v.mean_best << ", random "
+                                                  << v.random_mean_best;
+  EXPECT_GE(v.wins, 5);
+  RecordProperty("model_mean_best", std::to_string(v.mean_best));
+  RecordProperty("random_mean_best", std::to_string(v.random_mean_best));
 }
 
 TEST(ModelStrategy, UsesTheCompileReportWhenKnown) {
