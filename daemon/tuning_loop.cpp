@@ -320,7 +320,7 @@ class Loop {
                         {"space_total", total},
                         {"space_seen", seen},
                         {"current", current},
-                        {"fidelity", to_string(o_.fidelity)},
+                        {"fidelity", screen_ ? "ladder" : "full"},  // what runs: no screen on one case per family
                         {"screened_out", screened_out_},
                         {"full_evaluations", full_evals_},
                         {"root_seed", root_seed_ ? nlohmann::json(*root_seed_) : nlohmann::json()},
