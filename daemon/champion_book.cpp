@@ -45,8 +45,16 @@ void ChampionBook::load(ExperimentDb& db, const std::string& suite,
   }
 }
 
-ChallengeResult ChampionBook::challenge(const Contender& challenger, const RetimeFn& retime) {
+ChallengeResult ChampionBook::challenge(const Contender& challenger, const RetimeFn& retime,
+                                        const PromotionGate& gate) {
   ChallengeResult result;
+  // Asks the gate; a refusal leaves a note and no promotion.
+  auto gated = [&](int s, const Contender* incumbent, std::vector<std::string>& notes) {
+    if (!gate) return true;
+    const GateVerdict v = gate(s, challenger, incumbent);
+    if (!v.note.empty()) notes.push_back(fmt::format("{}: {}", to_string(scope_at(s)), v.note));
+    return v.allow;
+  };
   last_retime_ms_ = 0;
   // Re-timings of this challenge, by incumbent iteration (A1, A2) and of the challenger (B).
   std::map<std::int64_t, std::pair<std::optional<Measured>, std::optional<Measured>>> incumbent_runs;
@@ -58,6 +66,7 @@ ChallengeResult ChampionBook::challenge(const Contender& challenger, const Retim
     const double first_b = scope_score(challenger.measured, s);
     if (first_b <= 0) continue;
     if (!holders_[s]) {
+      if (!gated(s, nullptr, notes)) continue;
       result.promotions.push_back({scope_at(s), first_b, R"({"reason":"first valid variant"})"});
       notes.push_back(fmt::format("{}: first holder", scope_name));
       holders_[s] = challenger;
@@ -68,6 +77,7 @@ ChallengeResult ChampionBook::challenge(const Contender& challenger, const Retim
     const bool retimable = !inc.cubin_path.empty() && !inc.kernel.empty();
     if (first_a <= 0 || !retimable) {  // an incumbent we cannot re-time loses to any valid challenger
       if (first_a > 0 && first_b >= first_a) continue;
+      if (!gated(s, nullptr, notes)) continue;
       result.promotions.push_back({scope_at(s), first_b, R"({"reason":"incumbent cannot be re-timed"})"});
       notes.push_back(fmt::format("{}: incumbent iter {} not re-timable", scope_name, inc.iter));
       holders_[s] = challenger;
@@ -95,7 +105,9 @@ ChallengeResult ChampionBook::challenge(const Contender& challenger, const Retim
     }
     const AbaTiming aba{scope_score(*runs.first, s), scope_score(**challenger_run, s), scope_score(*runs.second, s)};
     const ChampionDecision d = decide_champion(first, aba);
-    if (d.promote()) {
+    std::vector<std::string> gate_notes;
+    const bool allowed = d.promote() && gated(s, &inc, gate_notes);
+    if (allowed) {
       nlohmann::json j = {{"incumbent_iter", inc.iter}, {"a1_ms", aba.a1_ms}, {"b_ms", aba.b_ms},
                           {"a2_ms", aba.a2_ms}, {"lead_ms", d.lead_ms}, {"noise_ms", d.noise_ms}};
       result.promotions.push_back({scope_at(s), aba.b_ms, j.dump()});
@@ -105,10 +117,12 @@ ChallengeResult ChampionBook::challenge(const Contender& challenger, const Retim
       holders_[s] = std::move(promoted);
     }
     // The overall verdict in full; per family only the outcome (the numbers are in the DB's history).
+    const std::string refused = d.promote() && !allowed ? " (not made: held-out check)" : "";
     if (s == 0)
-      notes.push_back(fmt::format("overall vs iter {}: {}", inc.iter, d.reason));
+      notes.push_back(fmt::format("overall vs iter {}: {}{}", inc.iter, d.reason, refused));
     else
-      notes.push_back(fmt::format("{} vs iter {}: {}", scope_name, inc.iter, verdict_name(d.verdict)));
+      notes.push_back(fmt::format("{} vs iter {}: {}{}", scope_name, inc.iter, verdict_name(d.verdict), refused));
+    notes.insert(notes.end(), gate_notes.begin(), gate_notes.end());
   }
   if (challenger_run && *challenger_run) last_retime_ms_ += (*challenger_run)->wall_ms;
   for (std::size_t i = 0; i < notes.size(); ++i) result.summary += (i ? "; " : "") + notes[i];

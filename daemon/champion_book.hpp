@@ -35,6 +35,16 @@ struct Contender {
 /// Re-times a variant (no validation); nullopt when the evaluation failed.
 using RetimeFn = std::function<std::optional<Measured>(const Contender&)>;
 
+/// The last word before a promotion (the held-out check, daemon/holdout.hpp): whether `challenger` may
+/// take scope `scope` (index as ChampionBook) from `incumbent` (null when there is none, or it cannot
+/// be re-timed), and a note for the summary.
+struct GateVerdict {
+  bool allow = true;
+  std::string note;
+};
+using PromotionGate =
+    std::function<GateVerdict(int scope, const Contender& challenger, const Contender* incumbent)>;
+
 /// A promotion the caller writes to the DB (ExperimentDb::set_champion) once the iteration is finished.
 struct Promotion {
   ChampionScope scope;
@@ -68,7 +78,8 @@ class ChampionBook {
   /// first look, then A/B/A (incumbent, challenger, incumbent) through `retime`, decided by
   /// decide_champion. Re-timings are shared between scopes held by the same incumbent. Updates the
   /// holders in memory for the promotions it returns.
-  ChallengeResult challenge(const Contender& challenger, const RetimeFn& retime);
+  /// `gate` (optional) is asked before each promotion; a refused one is not made (its note says why).
+  ChallengeResult challenge(const Contender& challenger, const RetimeFn& retime, const PromotionGate& gate = {});
 
   /// Total wall time of the re-timings of the last challenge (ms).
   double last_retime_ms() const { return last_retime_ms_; }

@@ -5,12 +5,15 @@
 //   show ITER                     one iteration: variant, resources, per-case results
 //   sql "SELECT ..."              one read-only statement (a write is refused)
 //   tsv [--suite S] [--out FILE]  iters.tsv rebuilt from the DB (stdout without --out)
+//   csv [--suite S] [--out FILE]  per-case results of a suite as CSV, the input of `attn-tuner replay --csv`
 // The DB is opened read-only and never created.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,6 +25,7 @@
 #include "db/iters_tsv.hpp"
 #include "db/store.hpp"
 #include "db/text_table.hpp"
+#include "tuner/replay.hpp"
 
 namespace attn {
 namespace {
@@ -247,11 +251,37 @@ void run_tsv(const QueryOptions& o) {
   print(fmt::format("wrote {} iterations to {}\n", rows.size(), o.out));
 }
 
+void run_csv(const QueryOptions& o) {
+  auto db = open_db(o);
+  std::string suite = o.suite;
+  if (suite.empty()) {
+    const auto runs = db.runs();
+    if (runs.empty()) throw CliError(fmt::format("csv: {} has no runs", o.db));
+    suite = runs.back().suite;
+  }
+  if (o.out.empty()) {
+    std::ostringstream text;
+    write_replay_csv(db, suite, text);
+    print(text.str());
+    return;
+  }
+  const std::string tmp = o.out + ".tmp";
+  std::size_t n = 0;
+  {
+    std::ofstream f(tmp);
+    if (!f) throw CliError("csv: cannot write " + tmp);
+    n = write_replay_csv(db, suite, f);
+    if (!f.flush()) throw CliError("csv: cannot write " + tmp);
+  }
+  std::filesystem::rename(tmp, o.out);
+  print(fmt::format("wrote {} iterations of suite {} to {}\n", n, suite, o.out));
+}
+
 }  // namespace
 
 void add_query_command(CLI::App& app) {
   auto o = std::make_shared<QueryOptions>();
-  auto* q = app.add_subcommand("query", "Read the experiment DB: best | top N | history | show ITER | sql | tsv");
+  auto* q = app.add_subcommand("query", "Read the experiment DB: best | top N | history | show ITER | sql | tsv | csv");
   q->add_option("--db", o->db, "Experiment DB (SQLite) to read; never created")->capture_default_str();
   q->add_option("--format", o->format, "Output format")
       ->check(CLI::IsMember({"table", "json", "tsv"}))
@@ -281,6 +311,11 @@ void add_query_command(CLI::App& app) {
   sql->add_option("QUERY", o->sql, "e.g. \"SELECT id, geomean_ms FROM iterations ORDER BY geomean_ms LIMIT 5\"")
       ->required();
   sql->callback([o] { run_sql(*o); });
+
+  auto* csv = q->add_subcommand("csv", "Per-case results of every finished iteration of a suite, as CSV (replay input)");
+  csv->add_option("--suite", o->suite, "Suite (default: the latest run's)");
+  csv->add_option("--out", o->out, "Write this file (atomically) instead of printing to stdout");
+  csv->callback([o] { run_csv(*o); });
 
   auto* tsv = q->add_subcommand("tsv", "Rebuild iters.tsv from the DB");
   tsv->add_option("--suite", o->suite, "Only this suite");

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "daemon/commands.hpp"
@@ -47,7 +48,7 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--root-seed", o->root_seed, "root seed of the quick/full/broad case seeds")->capture_default_str();
   cmd->add_option("--template", o->templates, "template name (repeatable); default: every kernels_templates/*.json");
   cmd->add_option("--templates", o->templates_dir, "templates folder (default: $ATTN_TUNER_TEMPLATES or the source tree)");
-  cmd->add_option("--strategy", o->strategy, "exhaustive | random | local | evolutionary")->capture_default_str();
+  cmd->add_option("--strategy", o->strategy, "exhaustive | random | local | evolutionary | model")->capture_default_str();
   cmd->add_option("--seed", o->seed, "seed of the search strategy")->capture_default_str();
   cmd->add_option("--budget", *budget, "wall-clock budget, e.g. 8h, 90m, 600s");
   cmd->add_option("--iterations", *iterations, "stop after N iterations");
@@ -61,9 +62,37 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--watchdog-factor", o->watchdog_factor, "hang = no answer within this many champion evaluations")->capture_default_str();
   cmd->add_option("--watchdog-min", o->watchdog_min_s, "hang deadline floor, seconds")->capture_default_str();
   cmd->add_option("--watchdog-cap", o->watchdog_cap_s, "hang deadline cap, seconds")->capture_default_str();
+  auto fidelity = std::make_shared<std::string>(to_string(o->fidelity));
+  auto no_holdout = std::make_shared<bool>(false);
+  cmd->add_option("--fidelity", *fidelity, "ladder (screen one case per family, whole suite for contenders) | full")
+      ->capture_default_str();
+  cmd->add_option("--screen-cutoff", o->ladder.cutoff,
+                  "ladder: evaluate the whole suite when the screen is within this fraction of the best screen")
+      ->capture_default_str();
+  cmd->add_option("--screen-samples", o->ladder.screen_max_samples, "ladder: timing samples per screened case")
+      ->capture_default_str();
+  cmd->add_flag("--rotate-seeds", o->rotate_seeds, "draw the suite's case seeds from a new root seed every round");
+  cmd->add_option("--round", o->round_configs, "configs per round of --rotate-seeds")->capture_default_str();
+  cmd->add_option("--holdout-seed", o->holdout_seed, "held-out root seed (never tuned on) that confirms champions")
+      ->capture_default_str();
+  cmd->add_flag("--no-holdout", *no_holdout, "promote champions without the held-out check");
   cmd->add_option("--worker-exe", *worker_exe, "program to run as the GPU worker (tests); default: this binary")->group("");
   cmd->add_flag("--detach", *detach, "run in the background: pid file <db>.pid, log <db>.log");
-  cmd->callback([o, budget, iterations, detach, worker_exe] {
+  cmd->callback([o, budget, iterations, detach, worker_exe, fidelity, no_holdout] {
+    try {
+      o->fidelity = parse_fidelity_mode(*fidelity);
+    } catch (const std::invalid_argument& e) {
+      throw CliError(std::string("--fidelity: ") + e.what());
+    }
+    if (!(o->ladder.cutoff >= 0)) throw CliError("--screen-cutoff must be >= 0");
+    if (o->ladder.screen_max_samples < 1) throw CliError("--screen-samples must be >= 1");
+    o->ladder.screen_min_samples = std::min(o->ladder.screen_min_samples, o->ladder.screen_max_samples);
+    if (o->round_configs <= 0) throw CliError("--round must be a positive number of configs");
+    o->holdout = !*no_holdout;
+    if (o->rotate_seeds && (!o->manifest.empty() || !suite_has_root_seed(o->suite)))
+      throw CliError("--rotate-seeds needs --suite quick, full or broad (their case seeds come from a root seed)");
+    if (o->holdout && o->manifest.empty() && suite_has_root_seed(o->suite) && o->root_seed == o->holdout_seed)
+      throw CliError(fmt::format("--root-seed {} is the held-out seed, which tuning never uses", o->root_seed));
     if (!budget->empty()) o->budget_s = parse_duration(*budget);
     if (*iterations < 0) throw CliError("--iterations must be positive");
     if (*iterations > 0) o->max_iterations = *iterations;
@@ -71,7 +100,7 @@ void add_run_command(CLI::App& app) {
       throw CliError("--manifest: no such file " + o->manifest);
     const auto& names = strategy_names();
     if (std::find(names.begin(), names.end(), o->strategy) == names.end())
-      throw CliError("--strategy: unknown '" + o->strategy + "' (exhaustive, random, local, evolutionary)");
+      throw CliError(fmt::format("--strategy: unknown '{}' ({})", o->strategy, fmt::join(names, ", ")));
     if (!worker_exe->empty()) o->worker = WorkerCommand{*worker_exe, {}};
     // A read-only DB or folder, an unwritable iters.tsv or cache: a clear error before anything is logged.
     check_run_storage(o->db_path, tsv_path_of(*o), o->cache_dir);

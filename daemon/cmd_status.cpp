@@ -68,6 +68,9 @@ void print_status(const std::string& db_path, bool as_json) {
   if (as_json) {
     nlohmann::json j = {{"run", run}, {"daemon_pid", pid ? nlohmann::json(*pid) : nlohmann::json()},
                         {"progress", p}, {"rate_per_hour", rate_h},
+                        {"screened_out_per_hour", elapsed > 0 ? p.screened_out / elapsed * 3600 : 0.0},
+                        {"full_evaluations_per_hour", elapsed > 0 ? p.full_evaluations / elapsed * 3600 : 0.0},
+                        {"fidelity", live_ok ? live.value("fidelity", "") : ""},
                         {"eta_s", eta_s ? nlohmann::json(*eta_s) : nlohmann::json()},
                         {"current", live_ok ? live.value("current", "") : ""},
                         {"stale_worker_killed", stale_killed}, {"stale_worker_alive", stale_alive},
@@ -84,6 +87,10 @@ void print_status(const std::string& db_path, bool as_json) {
   if (!stale_alive.empty()) fmt::print("warning: {}\n", stale_alive);
   fmt::print("iterations {}: keep {}, discard {}, crash {}, interrupted {}; {:.0f} configs/hour; GPU {:.0f} s, NVRTC {:.0f} s\n",
              p.iterations, p.keep, p.discard, p.crash, p.interrupted, rate_h, p.gpu_ms / 1000, p.compile_ms / 1000);
+  if (p.screened_out > 0 || (live_ok && live.value("fidelity", "") == "ladder"))
+    fmt::print("configs: {} screened out ({:.0f}/hour), {} evaluated on the whole suite ({:.0f}/hour)\n",
+               p.screened_out, elapsed > 0 ? p.screened_out / elapsed * 3600 : 0.0, p.full_evaluations,
+               elapsed > 0 ? p.full_evaluations / elapsed * 3600 : 0.0);
   if (eta_s) fmt::print("ETA {:.0f} min (budget, iteration limit or search space, whichever ends first)\n", *eta_s / 60);
   if (champ_it)
     fmt::print("champion: iter {} {} ms ({} {}), window {} global {} retrieval {} ms\n", champ_it->iter,

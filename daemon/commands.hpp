@@ -23,5 +23,7 @@ void add_status_command(CLI::App& app);   // daemon: progress of a running daemo
 void add_stop_command(CLI::App& app);     // daemon: stop a running daemon cleanly
 void add_export_command(CLI::App& app);   // export: write a challenge submission directory
 void add_report_command(CLI::App& app);   // report: the morning report (HTML + PNG) from the DB
+void add_space_command(CLI::App& app);    // tuner: valid configs and parameters of each template
+void add_replay_command(CLI::App& app);   // tuner: replay a strategy against a finished DB (no GPU)
 
 }  // namespace attn

@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
   attn::add_stop_command(app);
   attn::add_export_command(app);
   attn::add_report_command(app);
+  attn::add_space_command(app);
+  attn::add_replay_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -17,6 +17,7 @@
 #include "daemon/champion_book.hpp"
 #include "daemon/stale_worker.hpp"
 #include "daemon/storage_checks.hpp"
+#include "daemon/holdout.hpp"
 #include "db/iters_tsv.hpp"
 #include "db/iters_tsv_writer.hpp"
 #include "db/store.hpp"
@@ -105,6 +106,16 @@ std::string resources_text(const CompiledVariant& cv) {
   return s;
 }
 
+/// What the search learns from a finished iteration: the whole-suite score, else the screen score (an
+/// estimate of it, for the strategies' ranking; never a champion), else a failure.
+Outcome outcome_of(const IterationRecord& it) {
+  if (it.status != IterationStatus::crash) {
+    if (it.geomean_ms) return Outcome::success(it.iter, *it.geomean_ms);
+    if (it.screen_ms) return Outcome::success(it.iter, *it.screen_ms);
+  }
+  return Outcome::failed(it.iter, to_string(it.failure_kind));
+}
+
 /// One proposal compiling ahead.
 struct InFlight {
   TemplateProposal proposal;
@@ -129,6 +140,7 @@ class Loop {
     });
     cases_ = o.manifest.empty() ? builtin_suite(o.suite, o.root_seed) : suite_from_manifest_file(o.manifest);
     if (o.budget_s && *o.budget_s <= 0) throw std::invalid_argument("--budget must be positive");
+    setup_seeds_and_fidelity();
     if (o.max_iterations && *o.max_iterations <= 0) throw std::invalid_argument("--iterations must be positive");
     for (const auto& name : resolve_templates(o, templates_dir_)) {
       TemplateSpace space = TemplateSpace::load_named(templates_dir_, name);
@@ -152,14 +164,26 @@ class Loop {
     rr.git_commit = git_commit();
     rr.host = host_name();
     summary_.run_id = db_.begin_run(rr);
+    if (holdout_) holdout_->set_run(summary_.run_id);
     say(fmt::format("run {} on {} ({} SMs): suite {} ({} cases), templates {}, strategy {}, db {}, tsv {}",
                     summary_.run_id, hello_.gpu_name, hello_.sm_count, suite_label_, cases_.size(),
                     fmt::join(rr.templates, ","), o_.strategy, o_.db_path, tsv_path_));
+    say(fmt::format("fidelity {}{}; case seeds {}; held-out check {}", to_string(o_.fidelity),
+                    screen_ ? fmt::format(" (screen: {}, {} samples, cut-off {:g}%)", screen_->describe(),
+                                          o_.ladder.screen_max_samples, o_.ladder.cutoff * 100)
+                    : o_.fidelity == FidelityMode::ladder ? " (one case per family: every config is evaluated in full)"
+                                                          : "",
+                    !root_seed_ ? "fixed by the suite"
+                    : o_.rotate_seeds ? fmt::format("root seed {}, a new one every {} configs", *root_seed_, o_.round_configs)
+                                      : fmt::format("root seed {}", *root_seed_),
+                    holdout_ ? fmt::format("on (root seed {})", holdout_->root_seed()) : std::string("off")));
     RunStatus status = RunStatus::finished;
     write_status("starting");
     try {
       loop();
       if (stop_.stopping()) status = RunStatus::stopped;
+      if (holdout_ && !stop_.abandoning())  // before export: every champion confirmed on held-out seeds
+        for (const auto& note : holdout_->confirm_champions(champions_)) say("held-out check: " + note);
     } catch (const std::exception& e) {
       status = RunStatus::failed;
       summary_.failed = true;
@@ -200,7 +224,96 @@ class Loop {
   Clock::time_point started_ = Clock::now();
   double champion_eval_ms_ = 0;  // last evaluation wall time of the overall champion (watchdog)
   // Where the time goes (ms): NVRTC (sum over compile threads), case building, evaluations, re-timings.
-  double compile_ms_ = 0, prepare_ms_ = 0, eval_ms_ = 0, retime_ms_ = 0;
+  double compile_ms_ = 0, prepare_ms_ = 0, eval_ms_ = 0, retime_ms_ = 0, screen_ms_ = 0, holdout_ms_ = 0;
+  // Seeds and fidelity (RunOptions): the root seed of the cases now prepared (none: fixed seeds), the
+  // round of a --rotate-seeds run, the screen of the ladder and the best screen score of this suite.
+  std::optional<std::int64_t> root_seed_;
+  std::int64_t round_ = 0;
+  std::optional<ScreenPlan> screen_;
+  std::optional<double> best_screen_ms_;
+  std::vector<CaseSpec> holdout_cases_;
+  std::unique_ptr<HoldoutChecker> holdout_;
+  std::int64_t screened_out_ = 0, full_evals_ = 0;  // this run
+
+  /// Checks the seed and fidelity options against the suite; sets up the screen and the held-out check.
+  void setup_seeds_and_fidelity() {
+    const bool seeded = o_.manifest.empty() && suite_has_root_seed(o_.suite);
+    if (o_.rotate_seeds && !seeded)
+      throw std::invalid_argument(fmt::format(
+          "--rotate-seeds needs a suite whose case seeds come from a root seed (quick, full, broad), not {}",
+          suite_label_));
+    if (o_.round_configs <= 0) throw std::invalid_argument("--round must be a positive number of configs");
+    if (!(o_.ladder.cutoff >= 0)) throw std::invalid_argument("--screen-cutoff must be >= 0");
+    if (seeded) root_seed_ = o_.root_seed;
+    if (seeded && o_.holdout) {
+      if (o_.root_seed == o_.holdout_seed)
+        throw std::invalid_argument(fmt::format(
+            "--root-seed {} is the held-out seed: tuning never uses it (pick another, or --holdout-seed)", o_.root_seed));
+      holdout_cases_ = builtin_suite(o_.suite, o_.holdout_seed);
+      holdout_ = std::make_unique<HoldoutChecker>(db_, suite_label_, o_.holdout_seed,
+                                                  [this](const Contender& c) { return eval_holdout(c); });
+    }
+    if (o_.fidelity == FidelityMode::ladder) {
+      screen_ = plan_screen(cases_);
+      if (screen_->whole_suite()) screen_.reset();  // one case per family: a screen would only repeat the suite
+    }
+  }
+
+  /// Prepares `cases` on the worker (started and ready), freeing the device memory of older seeds.
+  /// False (and a fresh worker next time) when the worker could not.
+  bool prepare_suite(const std::vector<CaseSpec>& cases) {
+    start_worker();
+    const auto prep = worker_.prepare(cases, milliseconds(std::int64_t(o_.prepare_timeout_s * 1000)), true);
+    prepare_ms_ += prep.ms;
+    if (prep.status.ok()) return true;
+    spdlog::warn("preparing {} cases failed: {} {}", cases.size(), prep.status.name(), prep.status.message);
+    worker_ready_ = false;
+    worker_.restart();
+    return false;
+  }
+
+  /// --rotate-seeds: at each round boundary draw the suite's seeds from the round's root seed.
+  void maybe_rotate() {
+    if (!o_.rotate_seeds) return;
+    const std::int64_t round = summary_.iterations / o_.round_configs;
+    if (round == round_) return;
+    round_ = round;
+    root_seed_ = round_root_seed(o_.root_seed, summary_.run_id, round_, o_.holdout_seed);
+    cases_ = builtin_suite(o_.suite, *root_seed_);
+    if (screen_) screen_ = plan_screen(cases_);
+    if (worker_ready_) prepare_suite(cases_);
+    say(fmt::format("round {}: the suite's cases now come from root seed {}", round_, *root_seed_));
+  }
+
+  /// A contender validated and timed on the held-out cases; the tuning cases are prepared again after.
+  HoldoutResult eval_holdout(const Contender& c) {
+    HoldoutResult h;
+    const auto t0 = Clock::now();
+    if (!prepare_suite(holdout_cases_)) {
+      h.failure = "the worker could not build the held-out cases";
+      return h;
+    }
+    const EvalResponse r = worker_.eval({c.cubin_path, c.kernel, o_.timing, true, true, {}}, eval_deadline());
+    holdout_ms_ += r.wall_ms > 0 ? r.wall_ms : seconds_since(t0) * 1000;
+    for (const auto& cr : r.cases) h.cases.push_back(to_record(cr));
+    if (r.status.ok() && r.score_ms > 0) {
+      h.ok = true;
+      h.measured = to_measured(r);
+    } else {
+      h.failure = r.status.ok() ? "no score" : r.status.name() + ": " + r.status.message;
+      for (const auto& cr : r.cases)
+        if (cr.validated && !cr.passed) {
+          h.failure = fmt::format("wrong result on {}: o max diff {:.3g}", cr.case_id, cr.o_max_abs_diff);
+          break;
+        }
+      if (!r.status.ok() && r.status.failure != FailureKind::wrong_result && r.status.failure != FailureKind::device_limit) {
+        worker_ready_ = false;
+        worker_.restart();
+      }
+    }
+    if (worker_ready_) prepare_suite(cases_);
+    return h;
+  }
 
   /// Live progress for `attn-tuner status` (the DB holds the iterations; this holds what is in flight
   /// and the limits): <db>.status.json, replaced atomically.
@@ -222,6 +335,11 @@ class Loop {
                         {"space_seen", seen},
                         {"current", current},
                         {"stale_worker", o_.stale_worker_note},
+                        {"fidelity", screen_ ? "ladder" : "full"},  // what runs: no screen on one case per family
+                        {"screened_out", screened_out_},
+                        {"full_evaluations", full_evals_},
+                        {"root_seed", root_seed_ ? nlohmann::json(*root_seed_) : nlohmann::json()},
+                        {"holdout_seed", holdout_ ? nlohmann::json(holdout_->root_seed()) : nlohmann::json()},
                         {"updated_unix", std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()}};
     const std::string path = status_file_for(o_.db_path), tmp = path + ".tmp";
     if (FILE* f = std::fopen(tmp.c_str(), "w")) {
@@ -254,14 +372,19 @@ class Loop {
     for (const auto& it : db_.iterations(q)) {
       if (!kernels_.count(it.template_name)) continue;
       const Config c = config_from_json(it.params_json);
-      search_.state(it.template_name).record(c, it.geomean_ms && it.status != IterationStatus::crash
-                                                    ? Outcome::success(it.iter, *it.geomean_ms)
-                                                    : Outcome::failed(it.iter, to_string(it.failure_kind)));
+      search_.state(it.template_name).record(c, outcome_of(it));
+      if (it.screen_ms && (!best_screen_ms_ || *it.screen_ms < *best_screen_ms_)) best_screen_ms_ = it.screen_ms;
       ++known;
     }
-    for (const auto& name : search_.template_names()) {
+    for (const auto& name : search_.template_names()) {  // champion: the best whole-suite score
       auto& st = search_.state(name);
-      if (const auto ranked = st.ranked(); !ranked.empty()) st.set_champion(ranked.front().first);
+      for (const auto& [c, outcome] : st.ranked()) {
+        const auto row = db_.iteration(outcome.iter);
+        if (row && row->geomean_ms) {
+          st.set_champion(c);
+          break;
+        }
+      }
     }
     champions_.load(db_, suite_label_, [this](const std::string& t) -> std::optional<std::string> {
       const auto it = kernels_.find(t);
@@ -317,6 +440,7 @@ class Loop {
         summary_.stop_reason = *why;
         return;
       }
+      maybe_rotate();
       refill();
       if (inflight_.empty()) {
         std::size_t total = 0;
@@ -335,8 +459,9 @@ class Loop {
     db_.finish_iteration(it);
     std::string tsv_note;
     if (tsv_.write(*db_.iteration(it.iter), tsv_note) != ItersTsvWriter::Outcome::appended) spdlog::warn("{}", tsv_note);
-    st.record(cfg, it.geomean_ms && it.status != IterationStatus::crash ? Outcome::success(it.iter, *it.geomean_ms)
-                                                                        : Outcome::failed(it.iter, to_string(it.failure_kind)));
+    st.record(cfg, outcome_of(it));
+    if (it.fidelity == Fidelity::screen && it.status == IterationStatus::discard) ++screened_out_;
+    if (it.fidelity == Fidelity::full && it.geomean_ms && it.status != IterationStatus::crash) ++full_evals_;
     if (it.geomean_ms && it.status != IterationStatus::crash) {
       const auto champ = st.champion();
       if (!champ || *it.geomean_ms < champ->score_ms) st.set_champion(cfg);
@@ -344,9 +469,12 @@ class Loop {
     ++summary_.iterations;
     const double rate = summary_.iterations / std::max(1e-9, seconds_since(started_)) * 3600;
     const auto& best = champions_.overall();
-    say(fmt::format("iter {:>4} {:<11} {:>8} ms  best {:>8} ms  {:>5.0f} it/h  {} {}  {}", it.iter,
-                    to_string(it.status), format_ms(it.geomean_ms), best ? format_ms(best->measured.score_ms) : "-",
-                    rate, it.template_name, it.params, it.description));
+    const double hours = std::max(1e-9, seconds_since(started_)) / 3600;
+    say(fmt::format("iter {:>4} {:<11} {:>8} ms  best {:>8} ms  {:>5.0f} it/h (screened out {:.0f}/h, full {:.0f}/h)  {} {}  {}",
+                    it.iter, it.fidelity == Fidelity::screen ? "screened" : to_string(it.status),
+                    format_ms(it.geomean_ms ? it.geomean_ms : it.screen_ms),
+                    best ? format_ms(best->measured.score_ms) : "-", rate, screened_out_ / hours, full_evals_ / hours,
+                    it.template_name, it.params, it.description));
   }
 
   void evaluate(InFlight& job) {
@@ -359,6 +487,7 @@ class Loop {
     it.template_name = tname;
     it.params_json = config_to_json(cfg);
     it.description = job.proposal.proposal.move;
+    it.root_seed = root_seed_;
     if (db_.has_evaluated(tname, it.params_json, suite_label_)) {  // another daemon on this DB got there first
       st.record(cfg, Outcome::failed(-1, "evaluated in an earlier run"));
       return;
@@ -401,11 +530,43 @@ class Loop {
                                            why == std::string::npos ? "" : " " + cv.log.substr(why)));
     }
     start_worker();
-    const auto t0 = Clock::now();
+    auto t0 = Clock::now();
     const milliseconds deadline = eval_deadline();
-    const EvalResponse r = worker_.eval({cv.cubin_path, kernels_.at(tname), o_.timing, true, true}, deadline);
-    it.gpu_ms = r.wall_ms > 0 ? r.wall_ms : seconds_since(t0) * 1000;
-    eval_ms_ += *it.gpu_ms;
+    std::string screen_note;
+    EvalResponse r;
+    it.gpu_ms = 0.0;
+    if (screen_) {  // the ladder's first rung: the screen cases, few samples
+      r = worker_.eval({cv.cubin_path, kernels_.at(tname), screen_timing(o_.timing, o_.ladder), true, true,
+                        screen_->case_ids},
+                       deadline);
+      const double ms = r.wall_ms > 0 ? r.wall_ms : seconds_since(t0) * 1000;
+      *it.gpu_ms += ms;
+      screen_ms_ += ms;
+      if (r.status.ok() && r.score_ms > 0 && !stop_.abandoning()) {
+        it.screen_ms = r.score_ms;
+        const ScreenVerdict v = judge_screen(r.score_ms, best_screen_ms_, o_.ladder.cutoff);
+        if (!best_screen_ms_ || r.score_ms < *best_screen_ms_) best_screen_ms_ = r.score_ms;
+        const std::string what = fmt::format("screened on {} with {} samples: {:.4f} ms, {}", screen_->describe(),
+                                             o_.ladder.screen_max_samples, r.score_ms, v.reason);
+        if (!v.promote) {
+          it.status = IterationStatus::discard;
+          it.fidelity = Fidelity::screen;
+          for (const auto& c : r.cases) it.cases.push_back(to_record(c));
+          it.description = fmt::format("{}; {}: not evaluated in full; {}", head, what, resources_text(cv));
+          return finish(it, st, cfg);
+        }
+        screen_note = what + ": evaluated in full; ";
+      }
+    }
+    // The whole suite: without the ladder, or for a contender of the screen (a failure there ends here).
+    it.fidelity = screen_ && !it.screen_ms ? Fidelity::screen : Fidelity::full;
+    if (it.fidelity == Fidelity::full) {
+      t0 = Clock::now();
+      r = worker_.eval({cv.cubin_path, kernels_.at(tname), o_.timing, true, true}, deadline);
+      const double ms = r.wall_ms > 0 ? r.wall_ms : seconds_since(t0) * 1000;
+      *it.gpu_ms += ms;
+      eval_ms_ += ms;
+    }
     for (const auto& c : r.cases) it.cases.push_back(to_record(c));
 
     if (stop_.abandoning()) {
@@ -430,7 +591,7 @@ class Loop {
       } else if (r.status.failure == FailureKind::hang) {
         what = fmt::format("no answer within {:.1f} s, worker killed", deadline.count() / 1000.0);
       }
-      it.description = fmt::format("{}; {}: {}; {}", head, r.status.name(), what, resources_text(cv));
+      it.description = fmt::format("{}; {}{}: {}; {}", head, screen_note, r.status.name(), what, resources_text(cv));
       if (r.status.failure == FailureKind::fault || r.status.failure == FailureKind::hang ||
           r.status.failure == FailureKind::worker_died || r.status.rejected) {
         worker_ready_ = false;  // a fresh worker for the next iteration
@@ -450,11 +611,15 @@ class Loop {
     it.retrieval_ms = fam(Family::sliding_window_retrieval);
     if (const auto& inc = champions_.overall()) it.delta_ms = challenger.measured.score_ms - inc->measured.score_ms;
 
-    const ChallengeResult cr = champions_.challenge(challenger, [this](const Contender& c) { return retime(c); });
+    if (holdout_) holdout_->begin_challenge();
+    const auto gate = [this](int scope, const Contender& ch, const Contender* inc) { return holdout_->gate(scope, ch, inc); };
+    const ChallengeResult cr = champions_.challenge(challenger, [this](const Contender& c) { return retime(c); },
+                                                    holdout_ ? PromotionGate(gate) : PromotionGate());
     retime_ms_ += champions_.last_retime_ms();
     *it.gpu_ms += champions_.last_retime_ms();
     it.status = cr.kept() ? IterationStatus::keep : IterationStatus::discard;
-    it.description = fmt::format("{}; {}; {}", head, cr.summary.empty() ? "not faster" : cr.summary, resources_text(cv));
+    it.description = fmt::format("{}; {}{}; {}", head, screen_note, cr.summary.empty() ? "not faster" : cr.summary,
+                                 resources_text(cv));
     finish(it, st, cfg);
     for (const auto& p : cr.promotions) {
       db_.set_champion({suite_label_, p.scope, it.iter, p.score_ms, ""}, p.aba_json);
@@ -483,9 +648,14 @@ class Loop {
     say(fmt::format("run {} ended: {} iterations in {:.0f} s ({:.0f} configs/hour); {}", summary_.run_id,
                     summary_.iterations, wall, summary_.iterations / std::max(wall, 1e-9) * 3600,
                     summary_.stop_reason));
-    say(fmt::format("time: case building {:.1f} s, evaluation (validation + timing) {:.1f} s, champion re-timing "
-                    "{:.1f} s, NVRTC {:.1f} s over {} compile threads (overlapped with the GPU)",
-                    prepare_ms_ / 1000, eval_ms_ / 1000, retime_ms_ / 1000, compile_ms_ / 1000, pool_.threads()));
+    const double hours = std::max(wall, 1e-9) / 3600;
+    say(fmt::format("configs: {} screened out ({:.0f}/h), {} evaluated on the whole suite ({:.0f}/h)", screened_out_,
+                    screened_out_ / hours, full_evals_, full_evals_ / hours));
+    say(fmt::format("time: case building {:.1f} s, screening {:.1f} s, whole-suite evaluation (validation + timing) "
+                    "{:.1f} s, champion re-timing {:.1f} s, held-out checks {:.1f} s, NVRTC {:.1f} s over {} compile "
+                    "threads (overlapped with the GPU)",
+                    prepare_ms_ / 1000, screen_ms_ / 1000, eval_ms_ / 1000, retime_ms_ / 1000, holdout_ms_ / 1000,
+                    compile_ms_ / 1000, pool_.threads()));
   }
 };
 

@@ -7,9 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "daemon/seed_rounds.hpp"
 #include "daemon/supervise.hpp"
 #include "gpu/timing.hpp"
 #include "gpu/worker_client.hpp"
+#include "tuner/fidelity.hpp"
 
 namespace attn {
 
@@ -36,6 +38,17 @@ struct RunOptions {
   std::optional<WorkerCommand> worker;  ///< default: this binary's `worker`
   bool progress = true;                 ///< one line per iteration on stdout
   std::string stale_worker_note;        ///< set by `run` when it killed a previous daemon's worker (status)
+  /// The fidelity ladder (tuner/fidelity.hpp): screen each proposal on one case per family, evaluate
+  /// the whole suite only for configs within ladder.cutoff of the best screen.
+  FidelityMode fidelity = FidelityMode::ladder;
+  LadderOptions ladder;
+  /// Seeds (daemon/seed_rounds.hpp; quick/full/broad only): with rotate_seeds every `round_configs`
+  /// iterations the suite's case seeds are drawn from a new root seed; a champion is promoted only if it
+  /// holds on the held-out root seed (when holdout is on), which tuning never uses.
+  bool rotate_seeds = false;
+  std::int64_t round_configs = 100;
+  bool holdout = true;
+  std::int64_t holdout_seed = kDefaultHoldoutSeed;
 };
 
 /// How a run ended.

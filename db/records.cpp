@@ -21,6 +21,8 @@ E parse_enum(std::string_view s, const std::array<const char*, N>& names, const 
 
 constexpr std::array<const char*, 5> kRunStatus{"running", "finished", "stopped", "interrupted", "failed"};
 constexpr std::array<const char*, 5> kIterStatus{"running", "keep", "discard", "crash", "interrupted"};
+constexpr std::array<const char*, 2> kFidelity{"screen", "full"};
+constexpr std::array<const char*, 3> kHoldoutRole{"challenger", "incumbent", "champion"};
 constexpr std::array<const char*, 4> kScope{"overall", "sliding_window", "sliding_window_global",
                                             "sliding_window_retrieval"};
 
@@ -52,6 +54,12 @@ nlohmann::json parse_params_object(const std::string& json) {
 const char* to_string(RunStatus s) { return kRunStatus.at(static_cast<std::size_t>(s)); }
 const char* to_string(IterationStatus s) { return kIterStatus.at(static_cast<std::size_t>(s)); }
 const char* to_string(ChampionScope s) { return kScope.at(static_cast<std::size_t>(s)); }
+const char* to_string(Fidelity f) { return kFidelity.at(static_cast<std::size_t>(f)); }
+const char* to_string(HoldoutRole r) { return kHoldoutRole.at(static_cast<std::size_t>(r)); }
+Fidelity parse_fidelity(std::string_view s) { return parse_enum<Fidelity>(s, kFidelity, "fidelity"); }
+HoldoutRole parse_holdout_role(std::string_view s) {
+  return parse_enum<HoldoutRole>(s, kHoldoutRole, "held-out check role");
+}
 
 RunStatus parse_run_status(std::string_view s) { return parse_enum<RunStatus>(s, kRunStatus, "run status"); }
 IterationStatus parse_iteration_status(std::string_view s) {
@@ -154,7 +162,10 @@ void to_json(nlohmann::json& j, const IterationRecord& it) {
        {"started_at", it.started_at},
        {"finished_at", opt_text(it.finished_at)},
        {"gpu_ms", opt(it.gpu_ms)},
-       {"compile_ms", opt(it.compile_ms)}};
+       {"compile_ms", opt(it.compile_ms)},
+       {"fidelity", to_string(it.fidelity)},
+       {"screen_ms", opt(it.screen_ms)},
+       {"root_seed", opt(it.root_seed)}};
   if (!it.cases.empty()) j["cases"] = it.cases;
 }
 
@@ -178,7 +189,26 @@ void to_json(nlohmann::json& j, const ChampionPromotion& p) {
 void to_json(nlohmann::json& j, const RunProgress& p) {
   j = {{"iterations", p.iterations}, {"running", p.running},       {"keep", p.keep},
        {"discard", p.discard},       {"crash", p.crash},           {"interrupted", p.interrupted},
-       {"gpu_ms", p.gpu_ms},         {"compile_ms", p.compile_ms}, {"best_geomean_ms", opt(p.best_geomean_ms)}};
+       {"gpu_ms", p.gpu_ms},         {"compile_ms", p.compile_ms}, {"best_geomean_ms", opt(p.best_geomean_ms)},
+       {"screened_out", p.screened_out}, {"full_evaluations", p.full_evaluations}};
+}
+
+void to_json(nlohmann::json& j, const HoldoutCheckRecord& h) {
+  j = {{"id", h.id},
+       {"run_id", h.run_id},
+       {"iteration_id", h.iteration_id},
+       {"suite", h.suite},
+       {"root_seed", h.root_seed},
+       {"role", to_string(h.role)},
+       {"ok", h.ok},
+       {"score_ms", opt(h.score_ms)},
+       {"window_ms", opt(h.window_ms)},
+       {"global_ms", opt(h.global_ms)},
+       {"retrieval_ms", opt(h.retrieval_ms)},
+       {"tuned_ms", opt(h.tuned_ms)},
+       {"verdict", h.verdict},
+       {"cases", nlohmann::json::parse(h.cases_json.empty() ? "[]" : h.cases_json)},
+       {"checked_at", h.checked_at}};
 }
 
 }  // namespace attn

@@ -21,6 +21,12 @@ enum class RunStatus { running, finished, stopped, interrupted, failed };
 enum class IterationStatus { running, keep, discard, crash, interrupted };
 // FailureKind (gpu/failure.hpp) says why an iteration crashed: `none` for keep/discard, `interrupted`
 // for status interrupted.
+/// How much of the suite an iteration's scores come from (the fidelity ladder, docs/tuner.md): `screen`
+/// = one case per family with few samples, and the config went no further; `full` = the whole suite.
+enum class Fidelity { screen, full };
+/// Why a config was timed on held-out seeds: a `challenger` the champion rule would promote, the
+/// `incumbent` it is compared with, or a `champion` confirmed at the end of a run (before export).
+enum class HoldoutRole { challenger, incumbent, champion };
 /// What a champion is best at: the suite's overall geomean, or one family's median.
 enum class ChampionScope { overall, sliding_window, sliding_window_global, sliding_window_retrieval };
 
@@ -28,10 +34,14 @@ enum class ChampionScope { overall, sliding_window, sliding_window_global, slidi
 const char* to_string(RunStatus s);
 const char* to_string(IterationStatus s);
 const char* to_string(ChampionScope s);
+const char* to_string(Fidelity f);
+const char* to_string(HoldoutRole r);
 /// Inverses of to_string; throw std::invalid_argument naming the bad value and listing the valid ones.
 RunStatus parse_run_status(std::string_view s);
 IterationStatus parse_iteration_status(std::string_view s);
 ChampionScope parse_champion_scope(std::string_view s);
+Fidelity parse_fidelity(std::string_view s);
+HoldoutRole parse_holdout_role(std::string_view s);
 /// The per-family champion scope of a family.
 ChampionScope champion_scope_of(Family f);
 /// keep, discard, crash, interrupted: the statuses that get an iters.tsv line.
@@ -100,8 +110,33 @@ struct IterationRecord {
   std::string description;
   std::string started_at, finished_at;     ///< finished_at "" while running
   std::optional<double> gpu_ms, compile_ms;  ///< time spent on the GPU / in NVRTC
+  /// The highest fidelity reached: `screen` rows have no geomean_ms (their cases are the screened
+  /// ones), `full` rows were evaluated on the whole suite. Rows from before schema 2 are `full`.
+  Fidelity fidelity = Fidelity::full;
+  std::optional<double> screen_ms;         ///< score on the screen cases (geomean of their latencies)
+  /// Root seed of the case seeds the scores came from (built-in quick/full/broad suites); none for a
+  /// suite with fixed seeds, and for rows from before schema 2.
+  std::optional<std::int64_t> root_seed;
   std::vector<CaseResultRecord> cases;     ///< filled by ExperimentDb::iteration(), empty in lists
   bool operator==(const IterationRecord&) const = default;
+};
+
+/// One row of `holdout_checks`: a config (its tuning iteration) timed and validated on the cases of a
+/// held-out root seed that tuning never uses.
+struct HoldoutCheckRecord {
+  std::int64_t id = 0;
+  std::int64_t run_id = 0;
+  std::int64_t iteration_id = 0;  ///< the iteration that evaluated the config on the tuning seeds
+  std::string suite;
+  std::int64_t root_seed = 0;     ///< the held-out root seed
+  HoldoutRole role = HoldoutRole::champion;
+  bool ok = false;                ///< every case passed validation and was timed
+  std::optional<double> score_ms, window_ms, global_ms, retrieval_ms;  ///< on the held-out cases
+  std::optional<double> tuned_ms;  ///< its score on the tuning seeds at the time (A/B/A when re-timed)
+  std::string verdict;             ///< one line: what the check decided
+  std::string cases_json = "[]";   ///< the held-out case results (CaseResultRecord JSON list)
+  std::string checked_at;
+  bool operator==(const HoldoutCheckRecord&) const = default;
 };
 
 /// One row of `champions`: the best iteration of a suite for one scope.
@@ -130,6 +165,9 @@ struct RunProgress {
   std::int64_t iterations = 0, running = 0, keep = 0, discard = 0, crash = 0, interrupted = 0;
   double gpu_ms = 0, compile_ms = 0;
   std::optional<double> best_geomean_ms;  ///< lowest geomean among the run's keep iterations
+  /// Configs stopped by the screen (fidelity screen, status discard) and configs evaluated on the whole
+  /// suite (fidelity full, status keep or discard): the two rates of the fidelity ladder.
+  std::int64_t screened_out = 0, full_evaluations = 0;
   bool operator==(const RunProgress&) const = default;
 };
 
@@ -147,5 +185,6 @@ void to_json(nlohmann::json& j, const IterationRecord& it);
 void to_json(nlohmann::json& j, const ChampionRecord& c);
 void to_json(nlohmann::json& j, const ChampionPromotion& p);
 void to_json(nlohmann::json& j, const RunProgress& p);
+void to_json(nlohmann::json& j, const HoldoutCheckRecord& h);
 
 }  // namespace attn

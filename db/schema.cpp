@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -75,7 +76,10 @@ CREATE TABLE iterations (
   started_at    TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
   finished_at   TEXT,
   gpu_ms        REAL,
-  compile_ms    REAL
+  compile_ms    REAL,
+  fidelity      TEXT NOT NULL DEFAULT 'full' CHECK (fidelity IN ('screen','full')),
+  screen_ms     REAL,
+  root_seed     INTEGER
 );
 CREATE INDEX iterations_by_suite ON iterations (suite, status, geomean_ms);
 CREATE INDEX iterations_by_config ON iterations (template, params_json, suite);
@@ -120,8 +124,42 @@ CREATE TABLE champion_history (
 CREATE INDEX champion_history_by_suite ON champion_history (suite, scope, id);
 )sql";
 
-constexpr const char* kRequiredTables[] = {"runs",       "variants",  "iterations",
-                                           "case_results", "champions", "champion_history"};
+// Since version 2: held-out confirmations of champions (created fresh and by the 1 -> 2 migration).
+constexpr const char* kHoldoutChecksSql = R"sql(
+CREATE TABLE holdout_checks (
+  id            INTEGER PRIMARY KEY AUTOINCREMENT,
+  run_id        INTEGER NOT NULL REFERENCES runs (id),
+  iteration_id  INTEGER NOT NULL REFERENCES iterations (id),
+  suite         TEXT NOT NULL,
+  root_seed     INTEGER NOT NULL,
+  role          TEXT NOT NULL CHECK (role IN ('challenger','incumbent','champion')),
+  ok            INTEGER NOT NULL CHECK (ok IN (0, 1)),
+  score_ms      REAL,
+  window_ms     REAL,
+  global_ms     REAL,
+  retrieval_ms  REAL,
+  tuned_ms      REAL,
+  verdict       TEXT NOT NULL DEFAULT '',
+  cases_json    TEXT NOT NULL DEFAULT '[]',
+  checked_at    TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))
+);
+CREATE INDEX holdout_checks_by_iteration ON holdout_checks (iteration_id, id);
+)sql";
+
+// Version 1 -> 2: the fidelity ladder and held-out seeds. Every existing iteration was a whole-suite
+// evaluation (fidelity 'full'); its root seed was not recorded (NULL). Columns are appended, so a
+// migrated file has the same column order as a fresh one.
+constexpr const char* kMigrate1To2 = R"sql(
+ALTER TABLE iterations ADD COLUMN fidelity TEXT NOT NULL DEFAULT 'full' CHECK (fidelity IN ('screen','full'));
+ALTER TABLE iterations ADD COLUMN screen_ms REAL;
+ALTER TABLE iterations ADD COLUMN root_seed INTEGER;
+)sql";
+
+// The tables of version 1 (a file must have them before it is migrated), and of the current version.
+const std::vector<std::string> kVersion1Tables = {"runs",      "variants",        "iterations",
+                                                  "case_results", "champions", "champion_history"};
+const std::vector<std::string> kRequiredTables = {"runs",      "variants",         "iterations",    "case_results",
+                                                  "champions", "champion_history", "holdout_checks"};
 
 std::vector<std::string> table_names(sqlite::Connection& conn) {
   auto st = conn.prepare(
@@ -131,14 +169,36 @@ std::vector<std::string> table_names(sqlite::Connection& conn) {
   return names;
 }
 
+/// Throws std::runtime_error naming the file and the missing tables unless it has all of `required`.
+void require_tables(sqlite::Connection& conn, const std::vector<std::string>& required) {
+  const auto tables = table_names(conn);
+  std::vector<std::string> missing;
+  for (const auto& t : required)
+    if (std::find(tables.begin(), tables.end(), t) == tables.end()) missing.push_back(t);
+  if (!missing.empty()) {
+    throw std::runtime_error(fmt::format("{} has a schema_version table but lacks the table(s) {}; "
+                                         "not an attn-tuner experiment DB",
+                                         conn.path(), fmt::join(missing, ", ")));
+  }
+}
+
 }  // namespace
 
 const std::vector<Migration>& builtin_migrations() {
-  static const std::vector<Migration> chain;  // version 1 is the first schema
+  static const std::vector<Migration> chain = {
+      {1,
+       [](sqlite::Connection& conn) {
+         conn.exec(kMigrate1To2);
+         conn.exec(kHoldoutChecksSql);
+       }},
+  };
   return chain;
 }
 
-const char* schema_sql() { return kSchemaSql; }
+const char* schema_sql() {
+  static const std::string full = std::string(kSchemaSql) + kHoldoutChecksSql;
+  return full.c_str();
+}
 
 void configure_connection(sqlite::Connection& conn) {
   try {
@@ -198,6 +258,7 @@ void ensure_schema(sqlite::Connection& conn, int target_version, const std::vect
                                    "once (e.g. with `attn-tuner run`)",
                                    conn.path(), version, target_version));
   }
+  if (version > 0 && version < target_version) require_tables(conn, kVersion1Tables);  // ours, before migrating
   while (version < target_version) {
     // Take the write lock, then look again: another process may have created or migrated meanwhile.
     sqlite::Transaction tx(conn);
@@ -207,7 +268,7 @@ void ensure_schema(sqlite::Connection& conn, int target_version, const std::vect
       continue;
     }
     if (version == 0) {
-      conn.exec(kSchemaSql);
+      conn.exec(schema_sql());
       version = kSchemaVersion;
     } else {
       auto step = std::find_if(chain.begin(), chain.end(),
@@ -222,16 +283,7 @@ void ensure_schema(sqlite::Connection& conn, int target_version, const std::vect
     conn.prepare("INSERT INTO schema_version (version) VALUES (?)").bind(1, version).run();
     tx.commit();
   }
-  auto tables = table_names(conn);
-  std::vector<std::string> missing;
-  for (const char* t : kRequiredTables) {
-    if (std::find(tables.begin(), tables.end(), t) == tables.end()) missing.emplace_back(t);
-  }
-  if (!missing.empty()) {
-    throw std::runtime_error(fmt::format("{} has a schema_version table but lacks the table(s) {}; "
-                                         "not an attn-tuner experiment DB",
-                                         conn.path(), fmt::join(missing, ", ")));
-  }
+  require_tables(conn, kRequiredTables);
 }
 
 }  // namespace attn::db

@@ -10,7 +10,7 @@
 namespace attn::db {
 
 /// The schema this build writes. Stored as MAX(version) of the `schema_version` table.
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 /// One step of the migration chain: brings a file from `from_version` to `from_version + 1`. Runs
 /// inside the transaction that also records the new version (all or nothing).
@@ -19,7 +19,8 @@ struct Migration {
   std::function<void(sqlite::Connection&)> apply;
 };
 
-/// The built-in chain (empty while kSchemaVersion is 1).
+/// The built-in chain: 1 -> 2 adds iterations.fidelity / screen_ms / root_seed and the holdout_checks
+/// table (docs/db-schema.md).
 const std::vector<Migration>& builtin_migrations();
 
 /// The full DDL of kSchemaVersion (tables, indexes), without the schema_version row.

@@ -150,7 +150,9 @@ RunProgress ExperimentDb::run_progress(std::int64_t run_id) {
       "  count(*) FILTER (WHERE status = 'running'), count(*) FILTER (WHERE status = 'keep'), "
       "  count(*) FILTER (WHERE status = 'discard'), count(*) FILTER (WHERE status = 'crash'), "
       "  count(*) FILTER (WHERE status = 'interrupted'), "
-      "  total(gpu_ms), total(compile_ms), min(geomean_ms) FILTER (WHERE status = 'keep') "
+      "  total(gpu_ms), total(compile_ms), min(geomean_ms) FILTER (WHERE status = 'keep'), "
+      "  count(*) FILTER (WHERE fidelity = 'screen' AND status = 'discard'), "
+      "  count(*) FILTER (WHERE fidelity = 'full' AND status IN ('keep', 'discard')) "
       "FROM iterations WHERE run_id = ?");
   st.bind(1, run_id);
   st.step();
@@ -164,6 +166,8 @@ RunProgress ExperimentDb::run_progress(std::int64_t run_id) {
   p.gpu_ms = st.column_double(6);
   p.compile_ms = st.column_double(7);
   p.best_geomean_ms = st.column_opt_double(8);
+  p.screened_out = st.column_int64(9);
+  p.full_evaluations = st.column_int64(10);
   return p;
 }
 

@@ -117,6 +117,15 @@ class ExperimentDb {
   /// Promotions, oldest first.
   std::vector<ChampionPromotion> champion_history(const std::optional<std::string>& suite = std::nullopt);
 
+  // --- held-out checks --------------------------------------------------------------------------
+  /// Appends a held-out check (id and checked_at are set by the DB); returns its id. Throws
+  /// std::invalid_argument for an unknown run or iteration, an iteration of another suite, a
+  /// non-finite score, or cases_json that is not a JSON list.
+  std::int64_t add_holdout_check(const HoldoutCheckRecord& check);
+  /// Checks of one iteration's config (or of every iteration of `suite`, or all), oldest first.
+  std::vector<HoldoutCheckRecord> holdout_checks(const std::optional<std::int64_t>& iteration_id = std::nullopt,
+                                                 const std::optional<std::string>& suite = std::nullopt);
+
   // --- ad-hoc SQL ------------------------------------------------------------------------------
   /// Runs one statement on a read-only connection (SQLITE_OPEN_READONLY) and returns all its rows.
   /// A statement that would write (sqlite3_stmt_readonly false) is refused with std::invalid_argument

@@ -27,6 +27,8 @@ void check_finish_rules(const IterationRecord& it) {
     case IterationStatus::discard:
       if (kind != FailureKind::none) fail("keep and discard have failure_kind none");
       if (status == IterationStatus::keep && !it.geomean_ms) fail("keep needs a geomean_ms");
+      if (status == IterationStatus::keep && it.fidelity != Fidelity::full)
+        fail("keep needs fidelity full (a screened-only config is never kept)");
       break;
     case IterationStatus::crash:
       if (kind == FailureKind::none || kind == FailureKind::interrupted) {
@@ -67,15 +69,16 @@ std::int64_t ExperimentDb::begin_iteration(const IterationRecord& it) {
     throw std::invalid_argument(fmt::format("begin_iteration: no variant {} in {}", *it.variant_id, path()));
   }
   auto st = conn_.prepare(
-      "INSERT INTO iterations (run_id, variant_id, suite, template, params_json, params, description) "
-      "VALUES (?, ?, ?, ?, ?, ?, ?)");
+      "INSERT INTO iterations (run_id, variant_id, suite, template, params_json, params, description, root_seed) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
   st.bind(1, it.run_id)
       .bind(2, it.variant_id)
       .bind(3, it.suite)
       .bind(4, it.template_name)
       .bind(5, params_json)
       .bind(6, compact_params(params_json))
-      .bind(7, it.description);
+      .bind(7, it.description)
+      .bind(8, it.root_seed);
   st.run();
   std::int64_t iter = conn_.last_insert_rowid();
   tx.commit();
@@ -114,7 +117,8 @@ void ExperimentDb::finish_iteration(const IterationRecord& it) {
   auto up = conn_.prepare(fmt::format(
       "UPDATE iterations SET variant_id = COALESCE(?, variant_id), status = ?, failure_kind = ?, "
       "geomean_ms = ?, delta_ms = ?, window_ms = ?, global_ms = ?, retrieval_ms = ?, description = ?, "
-      "gpu_ms = ?, compile_ms = ?, finished_at = {} WHERE id = ?",
+      "gpu_ms = ?, compile_ms = ?, fidelity = ?, screen_ms = ?, root_seed = COALESCE(?, root_seed), "
+      "finished_at = {} WHERE id = ?",
       kNowSql));
   up.bind(1, it.variant_id)
       .bind(2, to_string(it.status))
@@ -127,7 +131,10 @@ void ExperimentDb::finish_iteration(const IterationRecord& it) {
       .bind(9, it.description)
       .bind(10, it.gpu_ms)
       .bind(11, it.compile_ms)
-      .bind(12, it.iter);
+      .bind(12, to_string(it.fidelity))
+      .bind(13, it.screen_ms)
+      .bind(14, it.root_seed)
+      .bind(15, it.iter);
   up.run();
 
   auto ins = conn_.prepare(

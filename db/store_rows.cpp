@@ -62,6 +62,9 @@ IterationRecord read_iteration(const sqlite::Statement& st) {
   it.finished_at = st.column_text(16);
   it.gpu_ms = st.column_opt_double(17);
   it.compile_ms = st.column_opt_double(18);
+  it.fidelity = parse_fidelity(st.column_text(19));
+  it.screen_ms = st.column_opt_double(20);
+  it.root_seed = st.column_opt_int64(21);
   return it;
 }
 
@@ -87,6 +90,26 @@ ChampionRecord read_champion(const sqlite::Statement& st, int first) {
   c.score_ms = st.column_double(first + 3);
   c.promoted_at = st.column_text(first + 4);
   return c;
+}
+
+HoldoutCheckRecord read_holdout(const sqlite::Statement& st) {
+  HoldoutCheckRecord h;
+  h.id = st.column_int64(0);
+  h.run_id = st.column_int64(1);
+  h.iteration_id = st.column_int64(2);
+  h.suite = st.column_text(3);
+  h.root_seed = st.column_int64(4);
+  h.role = parse_holdout_role(st.column_text(5));
+  h.ok = st.column_int64(6) != 0;
+  h.score_ms = st.column_opt_double(7);
+  h.window_ms = st.column_opt_double(8);
+  h.global_ms = st.column_opt_double(9);
+  h.retrieval_ms = st.column_opt_double(10);
+  h.tuned_ms = st.column_opt_double(11);
+  h.verdict = st.column_text(12);
+  h.cases_json = st.column_text(13);
+  h.checked_at = st.column_text(14);
+  return h;
 }
 
 }  // namespace attn::db::rows

@@ -13,10 +13,14 @@ inline constexpr const char* kVariantColumns =
     "smem_bytes, spill_bytes, cubin_path, created_at";
 inline constexpr const char* kIterationColumns =
     "id, run_id, variant_id, suite, template, params_json, params, status, failure_kind, geomean_ms, "
-    "delta_ms, window_ms, global_ms, retrieval_ms, description, started_at, finished_at, gpu_ms, compile_ms";
+    "delta_ms, window_ms, global_ms, retrieval_ms, description, started_at, finished_at, gpu_ms, compile_ms, "
+    "fidelity, screen_ms, root_seed";
 inline constexpr const char* kCaseColumns =
     "case_id, family, median_ms, spread, samples, sm_clock_mhz, o_max_abs_diff, lse_max_abs_diff, passed";
 inline constexpr const char* kChampionColumns = "suite, scope, iteration_id, score_ms, promoted_at";
+inline constexpr const char* kHoldoutColumns =
+    "id, run_id, iteration_id, suite, root_seed, role, ok, score_ms, window_ms, global_ms, retrieval_ms, "
+    "tuned_ms, verdict, cases_json, checked_at";
 
 /// Each reads the current row of a statement that selected the matching column list first.
 RunRecord read_run(const sqlite::Statement& st);
@@ -25,5 +29,6 @@ IterationRecord read_iteration(const sqlite::Statement& st);
 CaseResultRecord read_case(const sqlite::Statement& st);
 /// Reads kChampionColumns starting at column `first`.
 ChampionRecord read_champion(const sqlite::Statement& st, int first = 0);
+HoldoutCheckRecord read_holdout(const sqlite::Statement& st);
 
 }  // namespace attn::db::rows

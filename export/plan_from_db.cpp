@@ -199,8 +199,21 @@ ExportPlan build_export_plan(ExperimentDb& db, const DbExportOptions& options) {
     }
     scopes[static_cast<std::size_t>(it->second)].push_back(to_string(c.record.scope));
   }
-  for (std::size_t i = 0; i < representative.size(); ++i)
+  for (std::size_t i = 0; i < representative.size(); ++i) {
     plan.variants.push_back(export_variant(*representative[i], scopes[i], options, templates_dir));
+    // The tuned score beside the held-out one (the latest check of this config, if any).
+    const IterationRecord& it = representative[i]->iteration;
+    auto& p = plan.variants.back().provenance;
+    p["root_seed"] = it.root_seed ? nlohmann::json(*it.root_seed) : nlohmann::json(nullptr);
+    // Same measure as the held-out score (the suite geomean): the A/B/A score of the overall champion,
+    // the first-look geomean of a family-only champion.
+    const bool overall = representative[i]->record.scope == ChampionScope::overall;
+    p["tuned_ms"] = overall ? nlohmann::json(representative[i]->record.score_ms)
+                            : (it.geomean_ms ? nlohmann::json(*it.geomean_ms) : nlohmann::json(nullptr));
+    const auto checks = db.holdout_checks(it.iter);
+    p["holdout"] = checks.empty() ? nlohmann::json(nullptr) : nlohmann::json(checks.back());
+    if (!checks.empty()) p["holdout"].erase("cases");
+  }
   plan.default_variant = 0;
   for (const auto& [family, ci] : family_champion)
     plan.family_variants[family] = index_of_variant.at(champions[ci].variant.id);

@@ -1,5 +1,7 @@
 #include "gpu/case_data.hpp"
 
+#include <set>
+
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -91,6 +93,21 @@ void CaseBuilder::fill_normal(CUdeviceptr out, std::uint64_t seed, unsigned tens
 }
 
 bool CaseBuilder::contains(const CaseSpec& spec) const { return cases_.count(case_to_json(spec).dump()) > 0; }
+
+std::size_t CaseBuilder::retain(const std::vector<CaseSpec>& keep) {
+  std::set<std::string> keys;
+  for (const auto& spec : keep) keys.insert(case_to_json(spec).dump());
+  std::size_t freed = 0;
+  for (auto it = cases_.begin(); it != cases_.end();) {
+    if (keys.count(it->first)) {
+      ++it;
+    } else {
+      it = cases_.erase(it);
+      ++freed;
+    }
+  }
+  return freed;
+}
 
 const DeviceCase& CaseBuilder::get(const CaseSpec& spec) {
   const std::string key = case_to_json(spec).dump();

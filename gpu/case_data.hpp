@@ -53,6 +53,8 @@ class CaseBuilder {
   const DeviceCase& get(const CaseSpec& spec);
   bool contains(const CaseSpec& spec) const;
   std::size_t size() const { return cases_.size(); }
+  /// Frees every cached case that is not in `keep` (device memory of earlier seeds); returns how many.
+  std::size_t retain(const std::vector<CaseSpec>& keep);
 
   /// Fills `n` bf16 values at `out` with fill_normal_bf16(seed, tensor) and waits for it.
   void fill_normal(CUdeviceptr out, std::uint64_t seed, unsigned tensor, std::uint64_t n);

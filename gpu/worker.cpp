@@ -116,6 +116,12 @@ json Worker::prepare(const json& request) {
       spdlog::info("worker: built case {} in {:.0f} ms", spec.case_id, c.build_ms);
     }
   }
+  if (req.evict) {
+    std::vector<CaseSpec> keep = req.cases;
+    keep.insert(keep.end(), suite_.begin(), suite_.end());
+    if (const std::size_t freed = g.cases.retain(keep))
+      spdlog::info("worker: freed {} cached case(s) of earlier seeds", freed);
+  }
   suite_ = req.cases;
   m.cases = int(suite_.size());
   m.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -133,7 +139,7 @@ json Worker::eval(const json& request, int& exit_code) {
 
   Gpu& g = gpu();
   std::vector<const DeviceCase*> cases;
-  for (const auto& spec : suite_) cases.push_back(&g.cases.get(spec));
+  for (const auto& spec : select_cases(suite_, req.case_ids)) cases.push_back(&g.cases.get(spec));
   EvalOptions opts;
   opts.validate = req.validate;
   opts.time = req.time;

@@ -227,8 +227,9 @@ HelloResponse WorkerClient::hello(std::chrono::milliseconds deadline) {
   }
 }
 
-PrepareResponse WorkerClient::prepare(const std::vector<CaseSpec>& cases, std::chrono::milliseconds deadline) {
-  WorkerReply r = request(to_json(PrepareRequest{cases}), deadline);
+PrepareResponse WorkerClient::prepare(const std::vector<CaseSpec>& cases, std::chrono::milliseconds deadline,
+                                      bool evict) {
+  WorkerReply r = request(to_json(PrepareRequest{cases, evict}), deadline);
   PrepareResponse m;
   m.status = r.status;
   if (!r.status.ok()) return m;

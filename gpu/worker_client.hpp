@@ -53,7 +53,9 @@ class WorkerClient {
   WorkerReply request(const nlohmann::json& request, std::chrono::milliseconds deadline);
 
   HelloResponse hello(std::chrono::milliseconds deadline);
-  PrepareResponse prepare(const std::vector<CaseSpec>& cases, std::chrono::milliseconds deadline);
+  /// `evict`: the worker frees cached cases of neither this nor the previous suite (PrepareRequest).
+  PrepareResponse prepare(const std::vector<CaseSpec>& cases, std::chrono::milliseconds deadline,
+                          bool evict = false);
   EvalResponse eval(const EvalRequest& request, std::chrono::milliseconds deadline);
 
   /// Kills the current worker (if any); the next request starts a fresh one, which knows no cases:

@@ -1,6 +1,8 @@
 #include "gpu/worker_protocol.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <set>
 #include <limits>
 #include <stdexcept>
 #include <type_traits>
@@ -130,7 +132,9 @@ HelloResponse hello_response_from_json(const json& j) {
 json to_json(const PrepareRequest& m) {
   json cases = json::array();
   for (const auto& c : m.cases) cases.push_back(case_to_json(c));
-  return {{"cmd", "prepare"}, {"cases", cases}};
+  json j = {{"cmd", "prepare"}, {"cases", cases}};
+  if (m.evict) j["evict"] = true;
+  return j;
 }
 
 PrepareRequest prepare_request_from_json(const json& j) {
@@ -138,6 +142,7 @@ PrepareRequest prepare_request_from_json(const json& j) {
     throw std::invalid_argument("prepare needs \"cases\": a list of CaseSpec objects");
   PrepareRequest m;
   for (const auto& c : j.at("cases")) m.cases.push_back(case_from_json(c));
+  m.evict = get_or<bool>(j, "evict", false);
   return m;
 }
 
@@ -207,12 +212,14 @@ CaseResult case_result_from_json(const json& j) {
 
 // ---- eval ----
 json to_json(const EvalRequest& m) {
-  return {{"cmd", "eval"},
-          {"cubin", m.cubin_path},
-          {"kernel", m.kernel},
-          {"timing", to_json(m.timing)},
-          {"validate", m.validate},
-          {"time", m.time}};
+  json j = {{"cmd", "eval"},
+            {"cubin", m.cubin_path},
+            {"kernel", m.kernel},
+            {"timing", to_json(m.timing)},
+            {"validate", m.validate},
+            {"time", m.time}};
+  if (!m.case_ids.empty()) j["cases"] = m.case_ids;
+  return j;
 }
 
 EvalRequest eval_request_from_json(const json& j) {
@@ -222,7 +229,29 @@ EvalRequest eval_request_from_json(const json& j) {
   if (j.contains("timing")) m.timing = timing_params_from_json(j.at("timing"));
   m.validate = get_or<bool>(j, "validate", true);
   m.time = get_or<bool>(j, "time", true);
+  if (j.contains("cases")) {
+    const json& ids = j.at("cases");
+    if (!ids.is_array()) throw std::invalid_argument("field 'cases' must be a list of case_id strings");
+    std::set<std::string> seen;
+    for (const auto& id : ids) {
+      if (!id.is_string()) throw std::invalid_argument("field 'cases' must be a list of case_id strings: " + id.dump());
+      if (!seen.insert(id.get<std::string>()).second)
+        throw std::invalid_argument("field 'cases' names case '" + id.get<std::string>() + "' twice");
+      m.case_ids.push_back(id.get<std::string>());
+    }
+  }
   return m;
+}
+
+std::vector<CaseSpec> select_cases(const std::vector<CaseSpec>& suite, const std::vector<std::string>& case_ids) {
+  if (case_ids.empty()) return suite;
+  for (const auto& id : case_ids)
+    if (std::none_of(suite.begin(), suite.end(), [&](const CaseSpec& c) { return c.case_id == id; }))
+      throw std::invalid_argument("eval: case '" + id + "' is not in the prepared suite");
+  std::vector<CaseSpec> out;
+  for (const auto& c : suite)
+    if (std::find(case_ids.begin(), case_ids.end(), c.case_id) != case_ids.end()) out.push_back(c);
+  return out;
 }
 
 json to_json(const EvalResponse& m) {

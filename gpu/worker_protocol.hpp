@@ -51,10 +51,13 @@ nlohmann::json to_json(const HelloResponse& m);
 HelloResponse hello_response_from_json(const nlohmann::json& j);
 
 // ---- prepare ----
-/// {"cmd":"prepare","cases":[CaseSpec...]}: builds (or finds cached) every case; they become the suite
-/// that later evals run on, in this order.
+/// {"cmd":"prepare","cases":[CaseSpec...],"evict":false}: builds (or finds cached) every case; they become
+/// the suite that later evals run on, in this order. "evict" (optional, default false): afterwards free
+/// every cached case that is in neither this suite nor the one prepared before it, so rotating seeds
+/// all night does not pile up device memory while a tuning and a held-out suite alternate cheaply.
 struct PrepareRequest {
   std::vector<CaseSpec> cases;
+  bool evict = false;
   bool operator==(const PrepareRequest&) const = default;
 };
 struct PrepareResponse {
@@ -70,13 +73,16 @@ nlohmann::json to_json(const PrepareResponse& m);
 PrepareResponse prepare_response_from_json(const nlohmann::json& j);
 
 // ---- eval ----
-/// {"cmd":"eval","cubin":path,"kernel":name,"timing":{...},"validate":true,"time":true}
+/// {"cmd":"eval","cubin":path,"kernel":name,"timing":{...},"validate":true,"time":true,"cases":[id...]}
+/// "cases" (optional, since the fidelity ladder) names a subset of the prepared suite by case_id, to
+/// evaluate in the suite's order; absent or empty = every prepared case (what older daemons send).
 struct EvalRequest {
   std::string cubin_path;
   std::string kernel;
   TimingParams timing;
   bool validate = true;
   bool time = true;
+  std::vector<std::string> case_ids;
   bool operator==(const EvalRequest&) const = default;
 };
 /// status: ok | wrong_result | device_limit | compile | fault (| rejected); the rest as EvalResult.
@@ -88,8 +94,13 @@ struct EvalResponse {
   std::map<Family, double> family_median_ms;
   double wall_ms = 0;
 };
+/// Writes "cases" only when case_ids is non-empty, so a whole-suite request is byte-for-byte what it was.
 nlohmann::json to_json(const EvalRequest& m);
+/// Throws std::invalid_argument when "cases" is not a list of strings or repeats a case_id.
 EvalRequest eval_request_from_json(const nlohmann::json& j);
+/// The prepared cases an eval request selects, in suite order: every case when `case_ids` is empty.
+/// Throws std::invalid_argument naming the first case_id that is not prepared.
+std::vector<CaseSpec> select_cases(const std::vector<CaseSpec>& suite, const std::vector<std::string>& case_ids);
 nlohmann::json to_json(const EvalResponse& m);
 EvalResponse eval_response_from_json(const nlohmann::json& j);
 EvalResponse to_eval_response(const EvalResult& r);

@@ -1,9 +1,13 @@
 #include "tests/test_support.hpp"
 
 #include <dlfcn.h>
+#include <sys/wait.h>
 
 #include <atomic>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <unistd.h>
 
 namespace attn::test {
@@ -33,6 +37,25 @@ std::string temp_dir(const std::string& prefix) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir.string();
+}
+
+CommandOutput run_binary(const std::string& args, const std::string& env) {
+  const std::string cmd = env + " '" + binary_path() + "' " + args + " 2>&1";
+  CommandOutput out;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return out;
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.text.append(buf, n);
+  const int status = ::pclose(p);
+  out.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
 
 }  // namespace attn::test

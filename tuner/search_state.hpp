@@ -24,6 +24,14 @@ struct Outcome {
   static Outcome failed(std::int64_t iter, std::string why) { return {iter, std::nullopt, std::move(why)}; }
 };
 
+/// The compile report of a config (gpu/compiler's resource report), as model features.
+struct ConfigResources {
+  double registers = 0;    ///< per thread
+  double smem_bytes = 0;   ///< static shared memory
+  double spill_bytes = 0;  ///< spill stores + loads
+  bool operator==(const ConfigResources&) const = default;
+};
+
 /// The config the daemon currently holds as best for this template (promoted by the champion rule).
 struct Champion {
   Config config;
@@ -62,6 +70,14 @@ class SearchState {
   /// Successful outcomes, lowest score first (ties: lower iter first).
   std::vector<std::pair<Config, Outcome>> ranked() const;
 
+  /// The compile report of `c`, once it was compiled (the daemon sets it after each compile, replay
+  /// from the DB); null when unknown. Strategies may use it as features (the model strategy does).
+  void set_resources(const Config& c, ConfigResources r) { resources_[c] = r; }
+  const ConfigResources* resources(const Config& c) const {
+    const auto it = resources_.find(c);
+    return it == resources_.end() ? nullptr : &it->second;
+  }
+
   /// Makes `c` the champion. Throws std::invalid_argument unless `c` was recorded with a score.
   void set_champion(const Config& c);
   /// The champion with its current recorded outcome, if one was set.
@@ -72,6 +88,7 @@ class SearchState {
   std::vector<Config> valid_;
   std::map<Config, Outcome> results_;
   std::set<Config> pending_;
+  std::map<Config, ConfigResources> resources_;
   std::optional<Config> champion_;
   std::size_t seen_valid_ = 0;  // valid configs that are evaluated or pending
 

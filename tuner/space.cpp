@@ -246,9 +246,8 @@ std::optional<std::string> TemplateSpace::check(const Config& c) const {
   return std::nullopt;
 }
 
-std::vector<Config> TemplateSpace::enumerate() const {
-  std::vector<Config> out;
-  if (parameters_.empty() || !compiled_) return out;
+void TemplateSpace::walk_valid(const std::function<void(const std::vector<std::size_t>&)>& visit) const {
+  if (parameters_.empty() || !compiled_) return;
   const std::size_t n = parameters_.size();
   // at_depth[d]: the constraints that can be decided once parameters [0, d) are set.
   std::vector<std::vector<std::size_t>> at_depth(n + 1);
@@ -258,7 +257,7 @@ std::vector<Config> TemplateSpace::enumerate() const {
   auto holds_all = [&](std::size_t d) {
     return std::all_of(at_depth[d].begin(), at_depth[d].end(), [&](std::size_t ci) { return compiled_->holds(ci); });
   };
-  if (!holds_all(0)) return out;
+  if (!holds_all(0)) return;
   std::vector<std::size_t> idx(n, 0);
   std::function<void(std::size_t)> walk = [&](std::size_t d) {
     const auto& values = parameters_[d].values;
@@ -267,13 +266,24 @@ std::vector<Config> TemplateSpace::enumerate() const {
       compiled_->vars[d] = static_cast<double>(values[v]);
       if (!holds_all(d + 1)) continue;
       if (d + 1 == n)
-        out.push_back(config_at(idx));
+        visit(idx);
       else
         walk(d + 1);
     }
   };
   walk(0);
+}
+
+std::vector<Config> TemplateSpace::enumerate() const {
+  std::vector<Config> out;
+  walk_valid([&](const std::vector<std::size_t>& idx) { out.push_back(config_at(idx)); });
   return out;
+}
+
+std::uint64_t TemplateSpace::count_valid() const {
+  std::uint64_t n = 0;
+  walk_valid([&](const std::vector<std::size_t>&) { ++n; });
+  return n;
 }
 
 std::uint64_t TemplateSpace::raw_size() const {

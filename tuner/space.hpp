@@ -3,6 +3,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -85,6 +86,9 @@ class TemplateSpace {
   /// Constraints prune as soon as the parameters they name are set, so large spaces with tight
   /// constraints stay cheap.
   std::vector<Config> enumerate() const;
+  /// The number of valid configs (enumerate().size()) without materialising them: the same pruned
+  /// odometer walk, counting leaves. For spaces of 10^6 raw configs and more.
+  std::uint64_t count_valid() const;
   /// Product of the value counts (before constraints); saturates at UINT64_MAX.
   std::uint64_t raw_size() const;
 
@@ -102,6 +106,10 @@ class TemplateSpace {
   std::vector<Constraint> constraints_;
   Config default_;
   std::shared_ptr<Compiled> compiled_;
+
+  /// The pruned odometer walk behind enumerate() and count_valid(): calls `visit` with the value
+  /// indices of each valid config, in odometer order. Holds the constraint mutex throughout.
+  void walk_valid(const std::function<void(const std::vector<std::size_t>&)>& visit) const;
 };
 
 /// Default templates folder: $ATTN_TUNER_TEMPLATES when set and non-empty, else the source tree's

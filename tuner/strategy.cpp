@@ -9,7 +9,7 @@
 namespace attn {
 
 const std::vector<std::string>& strategy_names() {
-  static const std::vector<std::string> names{"exhaustive", "random", "local", "evolutionary"};
+  static const std::vector<std::string> names{"exhaustive", "random", "local", "evolutionary", "model"};
   return names;
 }
 
@@ -18,6 +18,7 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name, std::uint64_t s
   if (name == "random") return make_random_strategy(seed);
   if (name == "local") return make_local_strategy(seed);
   if (name == "evolutionary") return make_evolutionary_strategy(seed);
+  if (name == "model") return make_model_strategy(seed);
   throw std::invalid_argument(
       fmt::format("unknown strategy \"{}\" (known: {})", name, fmt::join(strategy_names(), ", ")));
 }

@@ -34,7 +34,7 @@ class Strategy {
   virtual ~Strategy() = default;
   /// The next config to evaluate for state.template_name(), or nullopt when exhausted.
   virtual std::optional<Proposal> next(const SearchState& state) = 0;
-  /// "exhaustive", "random", "local" or "evolutionary".
+  /// "exhaustive", "random", "local", "evolutionary" or "model".
   virtual std::string name() const = 0;
 };
 
@@ -51,6 +51,14 @@ struct EvolutionaryOptions {
   std::size_t max_retries = 64;    ///< children tried before falling back to a random sample
 };
 
+/// Knobs of the model strategy (a random-forest surrogate, dlib).
+struct ModelOptions {
+  std::size_t initial = 12;       ///< successful results (default, then random samples) before the first model
+  std::size_t candidates = 2048;  ///< unseen valid configs scored per proposal (all of them when fewer)
+  double explore = 0.1;           ///< chance of a random proposal instead of the best predicted
+  unsigned long trees = 64;       ///< trees of the forest
+};
+
 /// Odometer order over state.valid_configs(), skipping seen configs. move = "exhaustive k/N".
 std::unique_ptr<Strategy> make_exhaustive_strategy();
 /// Uniform over the valid configs not yet seen (std::mt19937_64 seeded with `seed`).
@@ -60,7 +68,12 @@ std::unique_ptr<Strategy> make_local_strategy(std::uint64_t seed, LocalSearchOpt
 /// Tournament selection, uniform crossover and adjacent-value mutation over the best configs.
 std::unique_ptr<Strategy> make_evolutionary_strategy(std::uint64_t seed, EvolutionaryOptions options = {});
 
-/// The strategy names make_strategy accepts: exhaustive, random, local, evolutionary.
+/// A random-forest surrogate of log(score) on the parameters (plus the compile report's registers, shared
+/// memory and spills where SearchState::resources knows them) ranks unseen configs; proposes the best
+/// predicted, a random one with probability `explore`. See docs/tuner.md.
+std::unique_ptr<Strategy> make_model_strategy(std::uint64_t seed, ModelOptions options = {});
+
+/// The strategy names make_strategy accepts: exhaustive, random, local, evolutionary, model.
 const std::vector<std::string>& strategy_names();
 /// Strategy by name with default options. Throws std::invalid_argument listing the known names.
 std::unique_ptr<Strategy> make_strategy(const std::string& name, std::uint64_t seed);

@@ -16,18 +16,6 @@
 namespace attn::test {
 namespace fs = std::filesystem;
 
-Output run_tuner(const std::string& args, const std::string& env) {
-  const std::string cmd = env + " '" + binary_path() + "' " + args + " 2>&1";
-  Output out;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return out;
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.text.append(buf, n);
-  const int status = ::pclose(p);
-  out.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
-}
-
 pid_t spawn_tuner(const std::string& args, const std::string& env, const std::string& log_path,
                   const std::string& shell_prefix) {
   const std::string cmd = shell_prefix + " exec env " + env + " '" + binary_path() + "' " + args + " >> '" + log_path + "' 2>&1";
@@ -45,13 +33,6 @@ int wait_exit(pid_t pid) {
   while ((r = ::waitpid(pid, &st, 0)) < 0 && errno == EINTR) {
   }
   return r == pid ? st : -1;
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 Census census(const std::vector<IterationRecord>& iterations) {

@@ -11,17 +11,15 @@
 #include <vector>
 
 #include "db/store.hpp"
+#include "tests/test_support.hpp"
 
 namespace attn::test {
 
-/// Exit code (-1 when killed by a signal) and stdout+stderr of one command.
-struct Output {
-  int code = -1;
-  std::string text;
-};
+/// Exit code (-1 when killed by a signal) and stdout+stderr of one command (tests/test_support.hpp).
+using Output = CommandOutput;
 
 /// Runs `attn-tuner <args>` to completion (`env`: "NAME=VALUE ..." put in front, through the shell).
-Output run_tuner(const std::string& args, const std::string& env = "");
+inline Output run_tuner(const std::string& args, const std::string& env = "") { return run_binary(args, env); }
 
 /// Starts `attn-tuner <args>` in the background (through `sh -c exec`, so the pid is the daemon's) with
 /// stdout and stderr appended to `log_path`. `shell_prefix` runs in that shell first (e.g. "ulimit -f 64;").
@@ -31,9 +29,6 @@ pid_t spawn_tuner(const std::string& args, const std::string& env, const std::st
 
 /// Waits for child `pid` to end; returns its wait status (-1 on error).
 int wait_exit(pid_t pid);
-
-/// The whole file, "" when missing.
-std::string read_text(const std::string& path);
 
 /// One test's folder: DB, iters.tsv, cubin cache; the daemon on the fake template and worker.
 struct DaemonFixture {

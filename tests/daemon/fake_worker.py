@@ -3,10 +3,14 @@
 docs/gpu.md) and plays a GPU for tests/data/fake_templates/fake.cu. It reads the config from the cubin's
 fake_cfg_A<A>_B<B>_F<F> symbol. Score: 0.1 + 0.01 * ((A - 4)^2 + (B - 2)^2) ms, for every case; a re-timing
 of a config returns the same score. Faults by F: 1 hang (sleeps), 2 fault (says so, exits 3), 3 wrong result,
-4 dies without answering. FAKE_WORKER_LOG, if set, gets one line per eval ("A B F"); FAKE_WORKER_DELAY
-(seconds) slows every eval down. FAKE_WORKER_SURVIVE=1 plays a worker that outlives its daemon: it clears
-the death signal the daemon gave it (PR_SET_PDEATHSIG) and, when it hangs, starts a child in its process
-group that sleeps as well.
+4 dies without answering. An eval may name a subset of the prepared cases ("cases", the fidelity ladder's
+screen); an unknown case_id is rejected. Samples per case: min(20, timing.max_samples).
+Environment: FAKE_WORKER_LOG, if set, gets one line per eval ("A B F <cases> <validate 0/1> <case seeds>");
+FAKE_WORKER_DELAY (seconds) slows every eval down; FAKE_WORKER_OVERFIT="A,B,SEED" makes config (A, B) the
+fastest of all (0.05 ms) on every suite except one holding a case of seed SEED, where it is the slowest
+(0.5 ms): a champion that does not hold on held-out seeds.
+FAKE_WORKER_SURVIVE=1 plays a worker that outlives its daemon: it clears the death signal the daemon gave it
+(PR_SET_PDEATHSIG) and, when it hangs, starts a child in its process group that sleeps as well.
 """
 import json
 import os
@@ -44,9 +48,17 @@ def main():
             data = open(req["cubin"], "rb").read()
             m = re.search(rb"fake_cfg_A(\d+)_B(\d+)_F(\d+)", data)
             a, b, f = (int(x) for x in m.groups())
+            ids = req.get("cases") or [c["case_id"] for c in cases]
+            known = {c["case_id"] for c in cases}
+            unknown = [i for i in ids if i not in known]
+            if unknown:
+                reply({"status": "rejected", "message": f"eval: case '{unknown[0]}' is not in the prepared suite"})
+                continue
+            picked = [c for c in cases if c["case_id"] in ids]
             if os.environ.get("FAKE_WORKER_LOG"):
                 with open(os.environ["FAKE_WORKER_LOG"], "a") as log:
-                    log.write(f"{a} {b} {f}\n")
+                    seeds = ",".join(str(c["seed"]) for c in picked)
+                    log.write(f"{a} {b} {f} {len(picked)} {int(bool(req.get('validate', True)))} {seeds}\n")
             time.sleep(float(os.environ.get("FAKE_WORKER_DELAY", "0")))
             if f == 1:
                 if survive:
@@ -58,14 +70,20 @@ def main():
             if f == 4:
                 sys.exit(1)
             score = 0.1 + 0.01 * ((a - 4) ** 2 + (b - 2) ** 2)
+            overfit = os.environ.get("FAKE_WORKER_OVERFIT")
+            if overfit:
+                oa, ob, seed = (int(x) for x in overfit.split(","))
+                if (a, b) == (oa, ob):
+                    score = 0.5 if any(c["seed"] == seed for c in cases) else 0.05
+            samples = min(20, int(req.get("timing", {}).get("max_samples", 20)))
             wrong = f == 3
             out = []
-            for c in cases:
+            for c in picked:
                 out.append({"case_id": c["case_id"], "family": c["family"], "median_ms": 0.0 if wrong else score,
-                            "spread": 0.001, "samples": 0 if wrong else 20, "sm_clock_mhz": 1980,
+                            "spread": 0.001, "samples": 0 if wrong else samples, "sm_clock_mhz": 1980,
                             "o_max_abs_diff": 0.5 if wrong else 0.004, "lse_max_abs_diff": 0.1 if wrong else 1e-6,
                             "passed": not wrong, "validated": bool(req.get("validate", True)), "timed": not wrong})
-            fams = sorted({c["family"] for c in cases})
+            fams = sorted({c["family"] for c in picked})
             resp = {"status": "wrong_result" if wrong else "ok", "message": "",
                     "launch": {"threads": 128, "smem_bytes": 0, "block_m": 128, "grid_mode": 0},
                     "cases": out, "wall_ms": 5.0}

@@ -85,6 +85,49 @@ TEST(Protocol, EvalRequestRoundTripAndDefaults) {
   EXPECT_THROW(eval_request_from_json(json{{"cmd", "eval"}, {"cubin", 3}, {"kernel", "k"}}), std::invalid_argument);
 }
 
+TEST(Protocol, EvalCaseSubsetIsOptionalAndChecked) {
+  // An older daemon's request (no "cases") is the whole suite; a whole-suite request writes no "cases".
+  EvalRequest whole{"/tmp/x.cubin", "k", {}, true, true, {}};
+  EXPECT_FALSE(to_json(whole).contains("cases"));
+  EvalRequest sub = whole;
+  sub.case_ids = {"full-retrieval-2", "full-window-1"};
+  const json j = json::parse(to_json(sub).dump());
+  EXPECT_EQ(j.at("cases"), json({"full-retrieval-2", "full-window-1"}));
+  EXPECT_EQ(eval_request_from_json(j), sub);
+  json bad = j;
+  bad["cases"] = json({"a", "a"});
+  EXPECT_THROW(eval_request_from_json(bad), std::invalid_argument);
+  bad["cases"] = json({1});
+  EXPECT_THROW(eval_request_from_json(bad), std::invalid_argument);
+  bad["cases"] = "full-window-1";
+  EXPECT_THROW(eval_request_from_json(bad), std::invalid_argument);
+
+  // The selection keeps the suite's order, whatever order the request names them in.
+  const auto suite = builtin_suite("full");
+  const auto picked = select_cases(suite, sub.case_ids);
+  ASSERT_EQ(picked.size(), 2u);
+  EXPECT_EQ(picked[0].case_id, "full-window-1");
+  EXPECT_EQ(picked[1].case_id, "full-retrieval-2");
+  EXPECT_EQ(select_cases(suite, {}), suite);
+  try {
+    select_cases(suite, {"full-window-1", "quick-window-1"});
+    ADD_FAILURE() << "an unknown case was selected";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("'quick-window-1' is not in the prepared suite"), std::string::npos);
+  }
+}
+
+TEST(Protocol, PrepareEvictIsOptional) {
+  PrepareRequest req{builtin_suite("smoke"), false};
+  EXPECT_FALSE(to_json(req).contains("evict"));
+  req.evict = true;
+  const json j = json::parse(to_json(req).dump());
+  EXPECT_EQ(prepare_request_from_json(j), req);
+  json bad = j;
+  bad["evict"] = "yes";
+  EXPECT_THROW(prepare_request_from_json(bad), std::invalid_argument);
+}
+
 TEST(Protocol, EvalResponseKeepsNonFiniteNumbers) {
   EvalResponse r;
   r.status = {FailureKind::wrong_result, false, "1 of 2 cases outside the tolerances"};

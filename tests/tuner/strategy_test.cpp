@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <numeric>
 #include <set>
 
@@ -115,7 +116,7 @@ TEST_P(EveryStrategy, NeverProposesPendingConfigs) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, EveryStrategy,
-                         ::testing::Values("exhaustive", "random", "local", "evolutionary"),
+                         ::testing::Values("exhaustive", "random", "local", "evolutionary", "model"),
                          [](const auto& info) { return info.param; });
 
 TEST(ExhaustiveStrategy, OdometerOrderWithPositions) {
@@ -233,24 +234,67 @@ TEST(LocalStrategy, RestartsWhenTheChampionsNeighbourhoodIsExhausted) {
       << run.proposals[4].move;
 }
 
+/// Best scores of a strategy and of random sampling with the same budget, over seeds 1..6.
+struct VersusRandom {
+  double mean_best = 0, random_mean_best = 0;
+  int wins = 0;  ///< seeds where the strategy's best beat random's
+};
+VersusRandom versus_random(const TemplateSpace& space, const test::ScoreFn& score,
+                           const std::function<std::unique_ptr<Strategy>(std::uint64_t)>& make, std::size_t budget) {
+  VersusRandom v;
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+    SearchState a(space), b(space);
+    auto s = make(seed);
+    auto rnd = make_random_strategy(seed);
+    const double x = drive(*s, a, score, budget).best_ms, r = drive(*rnd, b, score, budget).best_ms;
+    v.mean_best += x / 6;
+    v.random_mean_best += r / 6;
+    v.wins += x < r;
+  }
+  return v;
+}
+
 TEST(EvolutionaryStrategy, BeatsRandomOnABowlWithTheSameBudget) {
   // 5 parameters x 8 values (about 25k valid configs), 80 evaluations, 6 seeds each.
   const auto space = grid_space("bowl5", 5, 8, "P0 * P1 <= 40");
-  const auto score = bowl({5, 6, 3, 7, 4}, {1, 1, 1, 1, 1});
-  double evo_total = 0, rand_total = 0;
-  int evo_wins = 0;
-  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
-    SearchState se(space), sr(space);
-    auto evo = make_evolutionary_strategy(seed);
-    auto rnd = make_random_strategy(seed);
-    const double e = drive(*evo, se, score, 80).best_ms, r = drive(*rnd, sr, score, 80).best_ms;
-    evo_total += e;
-    rand_total += r;
-    evo_wins += e < r;
+  const auto v = versus_random(space, bowl({5, 6, 3, 7, 4}, {1, 1, 1, 1, 1}),
+                               [](std::uint64_t seed) { return make_evolutionary_strategy(seed); }, 80);
+  EXPECT_LT(v.mean_best, 0.7 * v.random_mean_best) << "evolutionary mean best " << v.mean_best << ", random "
+                                                  << v.random_mean_best;
+  EXPECT_GE(v.wins, 5);
+}
+
+TEST(ModelStrategy, BeatsRandomOnABowlWithTheSameBudget) {
+  // As the evolutionary test: 5 parameters x 8 values (about 25k valid configs), 80 evaluations.
+  const auto space = grid_space("bowl5", 5, 8, "P0 * P1 <= 40");
+  const auto v = versus_random(space, bowl({5, 6, 3, 7, 4}, {1, 1, 1, 1, 1}),
+                               [](std::uint64_t seed) { return make_model_strategy(seed); }, 80);
+  EXPECT_LT(v.mean_best, 0.7 * v.random_mean_best) << "model mean best " << v.mean_best << ", random "
+                                                  << v.random_mean_best;
+  EXPECT_GE(v.wins, 5);
+  RecordProperty("model_mean_best", std::to_string(v.mean_best));
+  RecordProperty("random_mean_best", std::to_string(v.random_mean_best));
+}
+
+TEST(ModelStrategy, UsesTheCompileReportWhenKnown) {
+  // The score depends only on "registers", a hash-like function of the parameters (1% of the 1000 configs
+  // have the lowest): with every config's compile report known the model homes in on it, from the
+  // parameters alone it can only search about as random does (about 100 evaluations).
+  const auto space = grid_space("regs", 3, 10, "P0 + P1 + P2 >= 3");
+  auto regs = [](const Config& c) { return double((c.at("P0") * 37 + c.at("P1") * 11 + c.at("P2") * 5) % 101); };
+  const test::ScoreFn score = [&](const Config& c) -> std::optional<double> { return 1.0 + regs(c); };
+  std::size_t with = 0, without = 0;
+  for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+    SearchState a(space), b(space);
+    for (const auto& c : a.valid_configs()) a.set_resources(c, ConfigResources{regs(c), 0, 0});
+    auto ma = make_model_strategy(seed), mb = make_model_strategy(seed);
+    with += drive(*ma, a, score, 400, 1.0).evals_to.value_or(400);
+    without += drive(*mb, b, score, 400, 1.0).evals_to.value_or(400);
   }
-  EXPECT_LT(evo_total, 0.7 * rand_total) << "evolutionary mean best " << evo_total / 6 << ", random "
-                                        << rand_total / 6;
-  EXPECT_GE(evo_wins, 5);
+  EXPECT_LT(with, without) << "with the compile report " << with / 4 << " evaluations, without " << without / 4;
+  RecordProperty("evaluations_with_report", std::to_string(with / 4));
+  RecordProperty("evaluations_without_report", std::to_string(without / 4));
+  EXPECT_LT(with / 4, 60u);
 }
 
 TEST(EvolutionaryStrategy, MovesNameTheParents) {
@@ -264,7 +308,7 @@ TEST(EvolutionaryStrategy, MovesNameTheParents) {
 }
 
 TEST(StrategyFactory, KnownNamesAndUnknownNameError) {
-  EXPECT_EQ(strategy_names(), (std::vector<std::string>{"exhaustive", "random", "local", "evolutionary"}));
+  EXPECT_EQ(strategy_names(), (std::vector<std::string>{"exhaustive", "random", "local", "evolutionary", "model"}));
   for (const auto& n : strategy_names()) EXPECT_EQ(make_strategy(n, 1)->name(), n);
   try {
     make_strategy("annealing", 1);

@@ -1,0 +1,256 @@
+// Replay against a finished DB's answers: the curve of a strategy over seeds, exhaustive's exact position of
+// the best, unknown configs, the ladder's cost and screen, and the DB / CSV sources agreeing.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "db/store.hpp"
+#include "tests/tuner/tuner_fixtures.hpp"
+#include "tuner/replay.hpp"
+
+namespace attn {
+namespace {
+
+/// Synthetic tile score (as strategy_test): best 1.0 at BLOCK_M 128, BLOCK_N 64, WARPS 4, STAGES 3.
+std::optional<double> tile_score(const Config& c) {
+  if (c.at("STAGES") == 4 && c.at("BLOCK_N") == 32) return std::nullopt;
+  auto sq = [](double x) { return x * x; };
+  return 1.0 + sq(std::log2(c.at("BLOCK_M") / 128.0)) + sq(std::log2(c.at("BLOCK_N") / 64.0)) +
+         0.5 * sq(std::log2(c.at("WARPS") / 4.0)) + 0.25 * sq(c.at("STAGES") - 3.0);
+}
+
+const char* kCases[] = {"w1", "w2", "g1", "g2", "r1", "r2"};
+const Family kFam[] = {Family::sliding_window, Family::sliding_window, Family::sliding_window_global,
+                       Family::sliding_window_global, Family::sliding_window_retrieval,
+                       Family::sliding_window_retrieval};
+
+/// Every valid config of the tile space with its score; cases x1 at the score, x2 at twice it.
+ReplayTable tile_table(const TemplateSpace& space) {
+  ReplayTable t;
+  t.source = "synthetic";
+  t.suite = "full";
+  t.screen_case_ids = {"w1", "g1", "r1"};
+  t.full_samples = 20;
+  for (const auto& c : space.enumerate()) {
+    ReplayEntry e;
+    const auto s = tile_score(c);
+    if (!s) {
+      e.failed = true;
+    } else {
+      e.full_ms = *s;
+      for (int i = 0; i < 6; ++i) {
+        e.case_ms[kCases[i]] = *s * (i % 2 ? 2.0 : 1.0);
+        e.case_family[kCases[i]] = kFam[i];
+      }
+    }
+    t.templates["tile"].emplace(c, e);
+  }
+  return t;
+}
+
+TEST(Replay, ExhaustiveFindsTheBestAtItsPositionInTheSpace) {
+  const auto space = test::tile_space(test::temp_dir("replay"));
+  const auto table = tile_table(space);
+  const auto valid = space.enumerate();
+  std::size_t best_pos = 0;
+  double best = 1e9;
+  for (std::size_t i = 0; i < valid.size(); ++i)
+    if (const auto sc = tile_score(valid[i]); sc && *sc < best) best = *sc, best_pos = i;
+  ReplayOptions o;
+  o.strategy = "exhaustive";
+  o.thresholds = {0.0};
+  o.seeds = 3;
+  o.max_evaluations = valid.size();
+  const auto s = replay(table, {space}, o);
+  EXPECT_DOUBLE_EQ(s.best_ms, 1.0);
+  EXPECT_EQ(s.space, valid.size());
+  EXPECT_EQ(s.answered, valid.size());
+  ASSERT_EQ(s.runs.size(), 3u);
+  for (const auto& r : s.runs) {
+    EXPECT_EQ(r.evaluations, valid.size());  // it walks the whole space
+    ASSERT_TRUE(r.evals_to[0]);
+    EXPECT_EQ(*r.evals_to[0], best_pos + 1);
+    EXPECT_DOUBLE_EQ(*r.cost_to[0], double(best_pos + 1));
+    EXPECT_DOUBLE_EQ(r.best_ms, 1.0);
+    EXPECT_EQ(r.unknown, 0u);
+  }
+  EXPECT_EQ(s.reached[0], 3u);
+  EXPECT_DOUBLE_EQ(s.evals[0]->median, double(best_pos + 1));
+  const std::string text = format_replay(s);
+  EXPECT_NE(text.find("within 0%: median " + std::to_string(best_pos + 1) + " evaluations"), std::string::npos) << text;
+}
+
+TEST(Replay, RandomCurveOverSeedsAndUnknownConfigs) {
+  const auto space = test::tile_space(test::temp_dir("replay"));
+  auto table = tile_table(space);
+  ReplayOptions o;
+  o.strategy = "random";
+  o.seeds = 15;
+  const auto s = replay(table, {space}, o);
+  ASSERT_EQ(s.evals.size(), 3u);
+  for (std::size_t t = 0; t < 3; ++t) {
+    EXPECT_EQ(s.reached[t], 15u);  // no budget: every seed gets there
+    ASSERT_TRUE(s.evals[t]);
+    EXPECT_LE(s.evals[t]->p25, s.evals[t]->median);
+    EXPECT_LE(s.evals[t]->median, s.evals[t]->p75);
+    EXPECT_GE(s.evals[t]->p25, 1.0);
+  }
+  EXPECT_LE(s.evals[2]->median, s.evals[0]->median);  // 5% comes no later than 1%
+  // Seeds differ: not every seed needs the same number of evaluations.
+  std::set<std::size_t> distinct;
+  for (const auto& r : s.runs) distinct.insert(*r.evals_to[0]);
+  EXPECT_GT(distinct.size(), 3u);
+
+  // Configs the DB lacks count as failed evaluations and are reported.
+  std::size_t removed = 0;
+  for (auto it = table.templates["tile"].begin(); it != table.templates["tile"].end();) {
+    if (it->second.full_ms && *it->second.full_ms > 2.0 && removed < 10) {
+      it = table.templates["tile"].erase(it);
+      ++removed;
+    } else {
+      ++it;
+    }
+  }
+  o.max_evaluations = 1000;
+  const auto u = replay(table, {space}, o);
+  EXPECT_EQ(u.answered, u.space - removed);
+  for (const auto& r : u.runs) EXPECT_EQ(r.unknown, removed);  // the whole space is proposed once
+  EXPECT_DOUBLE_EQ(u.mean_unknown, double(removed));
+  EXPECT_NE(format_replay(u).find(fmt::format("{:.1f} the DB could not answer (counted as failed)", double(removed))),
+            std::string::npos);
+  // A sampled DB: skipped proposals are neither evaluations nor cost.
+  o.skip_unknown = true;
+  const auto k = replay(table, {space}, o);
+  for (const auto& r : k.runs) {
+    EXPECT_EQ(r.unknown, removed);
+    EXPECT_EQ(r.evaluations, k.answered);
+    EXPECT_DOUBLE_EQ(r.cost, double(k.answered));
+  }
+}
+
+TEST(Replay, LadderScreensFromCaseResultsAndCostsLess) {
+  const auto space = test::tile_space(test::temp_dir("replay"));
+  const auto table = tile_table(space);
+  // Simulated screen: geomean of the screen cases' medians (w1, g1, r1 = the score).
+  const auto& some = table.templates.at("tile").begin()->second;
+  if (some.full_ms) EXPECT_NEAR(*table.screen_of(some), *some.full_ms, 1e-12);
+  // Screen cost: the screen cases hold 1/3 of the summed medians, 5 of 20 samples.
+  EXPECT_NEAR(table.estimated_screen_cost(5), 1.0 / 3 * 0.25, 1e-12);
+
+  ReplayOptions full;
+  full.strategy = "random";
+  full.seeds = 10;
+  full.thresholds = {0.0};
+  ReplayOptions ladder = full;
+  ladder.fidelity = FidelityMode::ladder;
+  ladder.cutoff = 0.0;
+  const auto f = replay(table, {space}, full), l = replay(table, {space}, ladder);
+  EXPECT_NEAR(l.screen_cost, 1.0 / 12, 1e-12);
+  ASSERT_TRUE(f.cost[0] && l.cost[0]);
+  EXPECT_EQ(l.reached[0], 10u);  // the screen ranks exactly as the full score here: the best is never screened out
+  EXPECT_LT(l.cost[0]->median, f.cost[0]->median);
+  for (const auto& r : l.runs) EXPECT_LT(r.full_evaluations, r.evaluations);
+  // A cut-off nobody fails: every config goes on, the ladder only adds the screens' cost.
+  ladder.cutoff = 100;
+  const auto all = replay(table, {space}, ladder);
+  for (std::size_t i = 0; i < all.runs.size(); ++i) {
+    EXPECT_EQ(all.runs[i].evals_to[0], f.runs[i].evals_to[0]);  // same seed, same proposals
+    EXPECT_GT(all.runs[i].cost, double(all.runs[i].full_evaluations));
+  }
+  // A measured screen score wins over the simulated one.
+  ReplayEntry e = some;
+  e.screen_ms = 42.0;
+  EXPECT_DOUBLE_EQ(*table.screen_of(e), 42.0);
+  EXPECT_NE(replay_json({l}).find("\"fidelity\": \"ladder\""), std::string::npos);
+}
+
+TEST(Replay, DbAndCsvSourcesAgree) {
+  const std::string dir = test::temp_dir("replay-db");
+  auto db = ExperimentDb::open(dir + "/r.db");
+  RunRecord run;
+  run.suite = "smoke";
+  run.suite_json = suite_to_manifest_json(builtin_suite("smoke"));
+  run.strategy = "exhaustive";
+  const auto run_id = db.begin_run(run);
+  auto add = [&](const std::string& params, IterationStatus status, Fidelity fid, std::optional<double> geomean,
+                 std::optional<double> screen, std::int64_t regs) {
+    VariantRecord v;
+    v.template_name = "tile";
+    v.params_json = params;
+    v.content_hash = params;
+    v.compile_ok = status != IterationStatus::crash;
+    v.registers = regs;
+    v.smem_bytes = 1024;
+    v.spill_bytes = 0;
+    IterationRecord it;
+    it.run_id = run_id;
+    it.variant_id = db.upsert_variant(v);
+    it.suite = "smoke";
+    it.template_name = "tile";
+    it.params_json = params;
+    it.iter = db.begin_iteration(it);
+    it.status = status;
+    it.failure_kind = status == IterationStatus::crash ? FailureKind::compile : FailureKind::none;
+    it.fidelity = fid;
+    it.geomean_ms = geomean;
+    it.screen_ms = screen;
+    it.gpu_ms = 10.0;
+    if (status != IterationStatus::crash)
+      for (const auto& c : builtin_suite("smoke")) {
+        CaseResultRecord r;
+        r.case_id = c.case_id;
+        r.family = c.family;
+        r.median_ms = geomean.value_or(*screen) * (c.family == Family::sliding_window ? 1.0 : 1.5);
+        r.samples = 20;
+        r.passed = true;
+        it.cases.push_back(r);
+      }
+    db.finish_iteration(it);
+  };
+  add(R"({"BLOCK_M":128,"BLOCK_N":64,"STAGES":3,"WARPS":4})", IterationStatus::keep, Fidelity::full, 0.3, 0.29, 168);
+  add(R"({"BLOCK_M":64,"BLOCK_N":64,"STAGES":3,"WARPS":4})", IterationStatus::discard, Fidelity::screen, std::nullopt,
+      0.5, 200);
+  add(R"({"BLOCK_M":64,"BLOCK_N":32,"STAGES":4,"WARPS":4})", IterationStatus::crash, Fidelity::full, std::nullopt,
+      std::nullopt, 0);
+  const auto from_db = load_replay_table(db, "smoke");
+  std::stringstream csv;
+  EXPECT_EQ(write_replay_csv(db, "smoke", csv), 3u);
+  const std::string path = dir + "/r.csv";
+  std::ofstream(path) << csv.str();
+  const auto from_csv = load_replay_csv(path);
+  ASSERT_EQ(from_db.templates.at("tile").size(), 3u);
+  ASSERT_EQ(from_csv.templates.at("tile").size(), 3u);
+  for (const auto& [c, e] : from_db.templates.at("tile")) {
+    const auto& x = from_csv.templates.at("tile").at(c);
+    EXPECT_EQ(e.full_ms, x.full_ms) << config_to_compact(c);
+    EXPECT_EQ(e.screen_ms, x.screen_ms);
+    EXPECT_EQ(e.failed, x.failed);
+    EXPECT_EQ(e.case_ms, x.case_ms);
+    EXPECT_EQ(e.resources, x.resources);
+  }
+  EXPECT_EQ(from_db.screen_case_ids.size(), 3u);  // smoke: one case per family, all of them
+  EXPECT_EQ(std::set<std::string>(from_db.screen_case_ids.begin(), from_db.screen_case_ids.end()),
+            std::set<std::string>(from_csv.screen_case_ids.begin(), from_csv.screen_case_ids.end()));
+  EXPECT_DOUBLE_EQ(*from_db.best_ms(), 0.3);
+  const auto keep = from_db.templates.at("tile").at(config_from_json(R"({"BLOCK_M":128,"BLOCK_N":64,"STAGES":3,"WARPS":4})"));
+  EXPECT_DOUBLE_EQ(keep.resources->registers, 168);
+  EXPECT_DOUBLE_EQ(*keep.screen_ms, 0.29);
+
+  // Malformed CSV: the file and line are named.
+  std::ofstream(dir + "/bad.csv") << csv.str().substr(0, csv.str().find('\n') + 1) << "tile,\"A=1,x\",keep,full\n";
+  try {
+    load_replay_csv(dir + "/bad.csv");
+    ADD_FAILURE() << "a malformed CSV was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.csv:2"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(load_replay_table(db, "broad"), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace attn
