@@ -21,6 +21,7 @@ E parse_enum(std::string_view s, const std::array<const char*, N>& names, const 
 
 constexpr std::array<const char*, 5> kRunStatus{"running", "finished", "stopped", "interrupted", "failed"};
 constexpr std::array<const char*, 5> kIterStatus{"running", "keep", "discard", "crash", "interrupted"};
+constexpr std::array<const char*, 5> kProposalStatus{"running", "accepted", "rejected", "empty", "interrupted"};
 constexpr std::array<const char*, 4> kScope{"overall", "sliding_window", "sliding_window_global",
                                             "sliding_window_retrieval"};
 
@@ -52,6 +53,7 @@ nlohmann::json parse_params_object(const std::string& json) {
 const char* to_string(RunStatus s) { return kRunStatus.at(static_cast<std::size_t>(s)); }
 const char* to_string(IterationStatus s) { return kIterStatus.at(static_cast<std::size_t>(s)); }
 const char* to_string(ChampionScope s) { return kScope.at(static_cast<std::size_t>(s)); }
+const char* to_string(ProposalStatus s) { return kProposalStatus.at(static_cast<std::size_t>(s)); }
 
 RunStatus parse_run_status(std::string_view s) { return parse_enum<RunStatus>(s, kRunStatus, "run status"); }
 IterationStatus parse_iteration_status(std::string_view s) {
@@ -59,6 +61,9 @@ IterationStatus parse_iteration_status(std::string_view s) {
 }
 ChampionScope parse_champion_scope(std::string_view s) {
   return parse_enum<ChampionScope>(s, kScope, "champion scope");
+}
+ProposalStatus parse_proposal_status(std::string_view s) {
+  return parse_enum<ProposalStatus>(s, kProposalStatus, "proposal status");
 }
 
 ChampionScope champion_scope_of(Family f) {
@@ -154,7 +159,8 @@ void to_json(nlohmann::json& j, const IterationRecord& it) {
        {"started_at", it.started_at},
        {"finished_at", opt_text(it.finished_at)},
        {"gpu_ms", opt(it.gpu_ms)},
-       {"compile_ms", opt(it.compile_ms)}};
+       {"compile_ms", opt(it.compile_ms)},
+       {"proposal_id", opt(it.proposal_id)}};
   if (!it.cases.empty()) j["cases"] = it.cases;
 }
 
@@ -179,6 +185,27 @@ void to_json(nlohmann::json& j, const RunProgress& p) {
   j = {{"iterations", p.iterations}, {"running", p.running},       {"keep", p.keep},
        {"discard", p.discard},       {"crash", p.crash},           {"interrupted", p.interrupted},
        {"gpu_ms", p.gpu_ms},         {"compile_ms", p.compile_ms}, {"best_geomean_ms", opt(p.best_geomean_ms)}};
+}
+
+void to_json(nlohmann::json& j, const ProposalRecord& p) {
+  j = {{"id", p.id},
+       {"run_id", p.run_id},
+       {"command", p.command},
+       {"started_at", p.started_at},
+       {"finished_at", opt_text(p.finished_at)},
+       {"parent_template", p.parent_template},
+       {"parent_iteration_id", opt(p.parent_iteration_id)},
+       {"template", opt_text(p.template_name)},
+       {"status", to_string(p.status)},
+       {"reason", p.reason},
+       {"description", p.description},
+       {"source", opt(p.source)},
+       {"space_json", opt(p.space_json)},
+       {"headers_json", p.headers_json},
+       {"diff", p.diff},
+       {"exit_status", p.exit_status},
+       {"proposer_ms", opt(p.proposer_ms)},
+       {"output", p.output}};
 }
 
 }  // namespace attn

@@ -29,13 +29,13 @@ std::string error_of(F&& f) {
   return "(no error)";
 }
 
-TEST(Schema, CreatesEveryTableAtVersionOneInWalMode) {
+TEST(Schema, CreatesEveryTableAtTheCurrentVersionInWalMode) {
   auto dir = test::temp_dir("db-schema");
   const auto path = dir + "/sub/attn-tuner.db";  // the folder is created too
   {
     auto db = ExperimentDb::open(path);
     auto& c = db.connection();
-    EXPECT_EQ(single_text(c, "SELECT MAX(version) FROM schema_version"), "1");
+    EXPECT_EQ(single_text(c, "SELECT MAX(version) FROM schema_version"), std::to_string(db::kSchemaVersion));
     EXPECT_EQ(single_text(c, "PRAGMA journal_mode"), "wal");
     EXPECT_EQ(single_text(c, "PRAGMA foreign_keys"), "1");
     EXPECT_EQ(single_text(c, "PRAGMA synchronous"), "2");  // FULL
@@ -43,7 +43,7 @@ TEST(Schema, CreatesEveryTableAtVersionOneInWalMode) {
                         "WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name)");
     ASSERT_TRUE(st.step());
     EXPECT_EQ(st.column_text(0),
-              "case_results,champion_history,champions,iterations,runs,schema_version,variants");
+              "case_results,champion_history,champions,iterations,proposals,runs,schema_version,variants");
     EXPECT_EQ(db::read_schema_version(c), db::kSchemaVersion);
   }
   // Reopening neither recreates nor re-records the version.
@@ -64,7 +64,8 @@ TEST(Schema, RefusesANewerSchemaVersionNamingTheFile) {
   for (auto mode : {ExperimentDb::Mode::read_write, ExperimentDb::Mode::read_only}) {
     auto msg = error_of([&] { ExperimentDb::open(path, mode); });
     EXPECT_NE(msg.find(path), std::string::npos) << msg;
-    EXPECT_NE(msg.find("schema version 7, newer than the 1"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("schema version 7, newer than the " + std::to_string(db::kSchemaVersion)), std::string::npos)
+        << msg;
   }
   // Refusing did not touch the file.
   auto conn = sqlite::Connection::open(path, sqlite::OpenMode::read_only);
@@ -76,30 +77,31 @@ TEST(Schema, MigrationHookAppliesTheChainInOrderInsideTransactions) {
   { ExperimentDb::open(path); }
   auto conn = sqlite::Connection::open(path, sqlite::OpenMode::read_write);
   db::configure_connection(conn);
+  const int v = db::kSchemaVersion;  // steps beyond this build's version, so the chain is ours alone
   std::vector<int> applied;
   std::vector<db::Migration> chain = {
-      {2, [&](sqlite::Connection& c) { applied.push_back(2); c.exec("ALTER TABLE runs ADD COLUMN note2 TEXT"); }},
-      {1, [&](sqlite::Connection& c) { applied.push_back(1); c.exec("ALTER TABLE runs ADD COLUMN note1 TEXT"); }},
+      {v + 1, [&](sqlite::Connection& c) { applied.push_back(v + 1); c.exec("ALTER TABLE runs ADD COLUMN note2 TEXT"); }},
+      {v, [&](sqlite::Connection& c) { applied.push_back(v); c.exec("ALTER TABLE runs ADD COLUMN note1 TEXT"); }},
   };
-  db::ensure_schema(conn, 3, chain);
-  EXPECT_EQ(applied, (std::vector<int>{1, 2}));
-  EXPECT_EQ(db::read_schema_version(conn), 3);
+  db::ensure_schema(conn, v + 2, chain);
+  EXPECT_EQ(applied, (std::vector<int>{v, v + 1}));
+  EXPECT_EQ(db::read_schema_version(conn), v + 2);
   conn.prepare("SELECT note1, note2 FROM runs").run();  // both columns exist
 
   // A failing step leaves the version and the schema as they were.
   std::vector<db::Migration> broken = {
-      {3, [](sqlite::Connection& c) {
+      {v + 2, [](sqlite::Connection& c) {
          c.exec("ALTER TABLE runs ADD COLUMN note3 TEXT");
          throw std::runtime_error("step failed");
        }}};
-  EXPECT_THROW(db::ensure_schema(conn, 4, broken), std::runtime_error);
-  EXPECT_EQ(db::read_schema_version(conn), 3);
+  EXPECT_THROW(db::ensure_schema(conn, v + 3, broken), std::runtime_error);
+  EXPECT_EQ(db::read_schema_version(conn), v + 2);
   EXPECT_THROW(conn.prepare("SELECT note3 FROM runs"), sqlite::Error);
 
-  // No step from 3 to 4 known: a clear error.
-  auto msg = error_of([&] { db::ensure_schema(conn, 4, chain); });
-  EXPECT_NE(msg.find("no migration to 4"), std::string::npos) << msg;
-  // And this build (version 1) now refuses the file.
+  // No step from v + 2 to v + 3 known: a clear error.
+  auto msg = error_of([&] { db::ensure_schema(conn, v + 3, chain); });
+  EXPECT_NE(msg.find("no migration to " + std::to_string(v + 3)), std::string::npos) << msg;
+  // And this build now refuses the file.
   EXPECT_THROW(ExperimentDb::open(path), std::runtime_error);
 }
 
@@ -108,9 +110,10 @@ TEST(Schema, OlderVersionCannotBeMigratedReadOnly) {
   { ExperimentDb::open(path); }
   auto conn = sqlite::Connection::open(path, sqlite::OpenMode::read_only);
   db::configure_connection(conn);
-  std::vector<db::Migration> chain = {{1, [](sqlite::Connection&) {}}};
-  auto msg = error_of([&] { db::ensure_schema(conn, 2, chain); });
-  EXPECT_NE(msg.find("needs migrating to 2"), std::string::npos) << msg;
+  const int v = db::kSchemaVersion;
+  std::vector<db::Migration> chain = {{v, [](sqlite::Connection&) {}}};
+  auto msg = error_of([&] { db::ensure_schema(conn, v + 1, chain); });
+  EXPECT_NE(msg.find("needs migrating to " + std::to_string(v + 1)), std::string::npos) << msg;
 }
 
 TEST(Schema, NotASqliteFileIsAClearErrorNamingIt) {
