@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/proposal_round.hpp"
 #include "daemon/supervise.hpp"
 #include "gpu/timing.hpp"
 #include "gpu/worker_client.hpp"
@@ -35,6 +36,7 @@ struct RunOptions {
   double prepare_timeout_s = 900;       ///< building the suite's cases in a fresh worker
   std::optional<WorkerCommand> worker;  ///< default: this binary's `worker`
   bool progress = true;                 ///< one line per iteration on stdout
+  ProposerOptions proposer;             ///< the proposer hook (docs/proposer.md); off when no command
 };
 
 /// How a run ended.
