@@ -281,8 +281,8 @@ void run_proposals(const QueryOptions& o) {
     return;
   }
   const auto rows = db.proposal_summaries(o.suite_filter());
-  TextTable table{{"proposal", "status", "template", "parent", "iterations", "best_ms", "best_iter", "champion",
-                   "started_at", "description"},
+  TextTable table{{"proposal", "status", "template", "parent", "iterations", "crashes", "best_ms", "best_iter",
+                   "champion", "started_at", "description"},
                   {}};
   auto json = nlohmann::json::array();
   for (const auto& s : rows) {
@@ -292,7 +292,8 @@ void run_proposals(const QueryOptions& o) {
     std::string champion;
     for (const auto& c : s.champion_of) champion += (champion.empty() ? "" : ",") + c;
     table.rows.push_back({std::to_string(p.id), to_string(p.status), or_dash(p.template_name), p.parent_template,
-                          std::to_string(s.iterations), format_ms(s.best_ms), opt_int(s.best_iter), or_dash(champion),
+                          std::to_string(s.iterations), std::to_string(s.crashes), format_ms(s.best_ms),
+                          opt_int(s.best_iter), or_dash(champion),
                           p.started_at, or_dash(what)});
     nlohmann::json j = {{"id", p.id},
                         {"status", to_string(p.status)},
@@ -303,6 +304,7 @@ void run_proposals(const QueryOptions& o) {
                         {"description", p.description},
                         {"reason", p.reason},
                         {"iterations", s.iterations},
+                        {"crashes", s.crashes},
                         {"best_ms", s.best_ms ? nlohmann::json(*s.best_ms) : nlohmann::json(nullptr)},
                         {"best_iter", s.best_iter ? nlohmann::json(*s.best_iter) : nlohmann::json(nullptr)},
                         {"champion_of", s.champion_of}};

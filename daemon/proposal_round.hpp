@@ -22,6 +22,9 @@ struct ProposerOptions {
   double timeout_s = 600;        ///< wall-clock limit of one call
   std::size_t top_k = 10;        ///< configs in results/top_configs.tsv
   std::size_t recent = 50;       ///< rows in results/recent_iters.tsv
+  /// A proposed template whose first this-many configs all crash (a broken kernel: wrong result, fault)
+  /// is retired from the search; repository templates never are.
+  std::size_t retire_after_crashes = 3;
   bool enabled() const { return !command.empty(); }
   /// Whether a call is due: `done` iterations in this run, `since_champion` of them since the last new
   /// overall champion (or the start), `done_at_last_call` at the previous call (0 before the first).

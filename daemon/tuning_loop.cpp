@@ -332,6 +332,7 @@ class Loop {
       const auto champ = st.champion();
       if (!champ || *it.geomean_ms < champ->score_ms) st.set_champion(cfg);
     }
+    if (proposal_of_.count(it.template_name)) retire_if_broken(it.template_name, st);
     ++summary_.iterations;
     const double rate = summary_.iterations / std::max(1e-9, seconds_since(started_)) * 3600;
     const auto& best = champions_.overall();
@@ -443,6 +444,17 @@ class Loop {
       if (p.scope == ChampionScope::overall) champion_eval_ms_ = r.wall_ms;
       if (p.scope == ChampionScope::overall) champion_at_ = summary_.iterations;
     }
+  }
+
+  /// A proposed template none of whose first configs worked is a broken kernel: no more GPU time for it.
+  void retire_if_broken(const std::string& name, const SearchState& st) {
+    if (search_.retired(name) || !st.ranked().empty()) return;
+    std::size_t crashes = 0;
+    for (const auto& [c, outcome] : st.results()) crashes += outcome.ok() ? 0 : 1;
+    if (crashes < o_.proposer.retire_after_crashes) return;
+    search_.retire(name);
+    say(fmt::format("template {} (proposal {}) retired from the search: its first {} configs all crashed", name,
+                    proposal_of_.at(name), crashes));
   }
 
   /// A template joins the search (a proposal's, accepted now or in an earlier run).

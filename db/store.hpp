@@ -36,6 +36,7 @@ struct SqlResult {
 struct ProposalSummary {
   ProposalRecord proposal;
   std::int64_t iterations = 0;          ///< iterations of its template (its crash one included)
+  std::int64_t crashes = 0;             ///< of which crashed
   std::optional<double> best_ms;        ///< lowest geomean of its keep/discard iterations
   std::optional<std::int64_t> best_iter;
   std::vector<std::string> champion_of; ///< "suite:scope" of every champion it holds now

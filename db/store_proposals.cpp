@@ -114,9 +114,10 @@ std::vector<std::int64_t> ExperimentDb::mark_interrupted_proposals() {
 
 std::vector<ProposalSummary> ExperimentDb::proposal_summaries(const std::optional<std::string>& suite) {
   std::vector<ProposalSummary> out;
-  for (auto& p : proposals()) out.push_back({std::move(p), 0, std::nullopt, std::nullopt, {}});
+  for (auto& p : proposals()) out.push_back({std::move(p), 0, 0, std::nullopt, std::nullopt, {}});
   const std::string suite_filter = suite ? " AND suite = ?" : "";
-  auto counts = conn_.prepare("SELECT count(*) FROM iterations WHERE proposal_id = ?" + suite_filter);
+  auto counts = conn_.prepare(
+      "SELECT count(*), count(*) FILTER (WHERE status = 'crash') FROM iterations WHERE proposal_id = ?" + suite_filter);
   auto best = conn_.prepare("SELECT id, geomean_ms FROM iterations WHERE proposal_id = ? AND status IN ('keep', "
                             "'discard') AND geomean_ms IS NOT NULL" + suite_filter + " ORDER BY geomean_ms, id LIMIT 1");
   auto champs = conn_.prepare(
@@ -128,7 +129,10 @@ std::vector<ProposalSummary> ExperimentDb::proposal_summaries(const std::optiona
       st->bind(1, s.proposal.id);
       if (suite) st->bind(2, *suite);
     }
-    if (counts.step()) s.iterations = counts.column_int64(0);
+    if (counts.step()) {
+      s.iterations = counts.column_int64(0);
+      s.crashes = counts.column_int64(1);
+    }
     if (best.step()) {
       s.best_iter = best.column_int64(0);
       s.best_ms = best.column_double(1);

@@ -253,6 +253,38 @@ TEST(Proposer, AcceptedProposalsRejoinTheSearchFromTheDb) {
   EXPECT_EQ(db.proposals().size(), 1u);  // no proposer in run 2
 }
 
+TEST(Proposer, ABrokenProposedKernelIsRetiredAfterItsFirstCrashes) {
+  ProposerFixture f;
+  // Every config of the proposal gives a wrong result (F = 3 in fake_worker.py); later calls propose nothing.
+  const std::string broken = ProposerFixture::space_json("x", "[1, 2, 3, 4, 5, 6]", R"({"A": 4, "B": 2, "F": 3})");
+  std::string json = broken;
+  json.replace(json.find(R"("F": {"values": [0]})"), std::string(R"("F": {"values": [0]})").size(),
+               R"("F": {"values": [3]})");
+  write_file(f.script, "#!/bin/sh\n[ \"$ATTN_PROPOSAL_ID\" = 1 ] || exit 0\nsrc=$(ls *.cu | head -1)\n"
+                       "cp \"$src\" proposal.cu\ncat > proposal.json <<'JSON'\n" + json +
+                       "JSON\necho 'wrong everywhere' > description.txt\n");
+  fs::permissions(f.script, fs::perms::owner_all);
+  const Output out = run(f.args("--iterations 14 --proposer '" + f.script + "' --propose-every 1"));
+  ASSERT_EQ(out.code, 0) << out.text;
+  EXPECT_NE(out.text.find("template fake_p1 (proposal 1) retired from the search: its first 3 configs all crashed"),
+            std::string::npos)
+      << out.text;
+  auto db = ExperimentDb::open(f.db, ExperimentDb::Mode::read_only);
+  int p1 = 0;
+  for (const auto& it : db.iterations())
+    if (it.template_name == "fake_p1") {
+      ++p1;
+      EXPECT_EQ(it.failure_kind, FailureKind::wrong_result);
+      EXPECT_EQ(it.proposal_id, 1);
+    }
+  EXPECT_EQ(p1, 3);
+  const auto s = db.proposal_summaries();
+  ASSERT_FALSE(s.empty());
+  EXPECT_EQ(s[0].proposal.status, ProposalStatus::accepted);  // it passed the checks; the GPU found it wrong
+  EXPECT_EQ(s[0].crashes, 3);
+  EXPECT_FALSE(s[0].best_ms);
+}
+
 TEST(Proposer, StopKillsARunningProposerAndRecordsItInterrupted) {
   ProposerFixture f;
   write_file(f.script, "#!/bin/sh\necho $$ > proposer.pid\nexec sleep 60\n");

@@ -158,10 +158,12 @@ TEST(ProposalStore, SummariesCountIterationsBestScoreAndChampions) {
   ASSERT_EQ(s.size(), 2u);
   EXPECT_EQ(s[0].proposal.id, a);
   EXPECT_EQ(s[0].iterations, 2);
+  EXPECT_EQ(s[0].crashes, 0);
   EXPECT_EQ(s[0].best_iter, best);
   EXPECT_DOUBLE_EQ(*s[0].best_ms, 0.08);
   EXPECT_EQ(s[0].champion_of, (std::vector<std::string>{"quick:overall"}));
   EXPECT_EQ(s[1].iterations, 1);
+  EXPECT_EQ(s[1].crashes, 1);
   EXPECT_FALSE(s[1].best_ms);
   EXPECT_TRUE(s[1].champion_of.empty());
   const auto other_suite = t.db.proposal_summaries(std::string("full"));
