@@ -6,7 +6,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build}
 packages=(cmake g++ make pkg-config python3 libsqlite3-dev sqlite3 nlohmann-json3-dev libcli11-dev libfmt-dev
-          libspdlog-dev libboost-dev libboost-filesystem-dev libgtest-dev libmuparser-dev libxxhash-dev)
+          libspdlog-dev libboost-dev libboost-filesystem-dev libgtest-dev libmuparser-dev libxxhash-dev diffutils)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
