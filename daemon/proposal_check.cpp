@@ -15,6 +15,7 @@
 
 #include "daemon/proposal_workdir.hpp"
 #include "gpu/abi_check.hpp"
+#include "tuner/proposal_template.hpp"
 
 namespace attn {
 namespace fs = std::filesystem;
@@ -24,19 +25,8 @@ namespace {
 constexpr std::uintmax_t kMaxSourceBytes = 1 << 20;
 constexpr std::size_t kMaxDescription = 300;
 
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void write_file(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out << text;
-  if (!out) throw std::runtime_error("proposal install: cannot write " + p.string());
-}
+std::string read_file(const fs::path& p) { return read_text_file(p.string()); }
+void write_file(const fs::path& p, const std::string& text) { write_text_file(p.string(), text); }
 
 /// "" when `p` is a regular file (not a symlink) inside `root`, else why not.
 std::string plain_file_problem(const fs::path& root, const fs::path& p, const std::string& what) {
@@ -48,14 +38,6 @@ std::string plain_file_problem(const fs::path& root, const fs::path& p, const st
   const std::string canon = fs::weakly_canonical(p).string(), top = fs::weakly_canonical(root).string() + "/";
   if (canon.rfind(top, 0) != 0) return what + " resolves outside the working directory";
   return "";
-}
-
-std::string first_error_line(const std::string& log) {
-  std::size_t pos = log.find("error");
-  if (pos == std::string::npos) pos = 0;
-  const std::size_t start = log.rfind('\n', pos) == std::string::npos ? 0 : log.rfind('\n', pos) + 1;
-  std::string line = log.substr(start, log.find('\n', pos) - start);
-  return line.size() > 200 ? line.substr(0, 200) + "..." : line;
 }
 
 /// The parent's files under the names a proposal uses: "template.cu", "space.json", headers by include name.
@@ -205,7 +187,7 @@ ProposalCheck check_proposal(const std::string& workdir, const std::string& inst
   const CompileRequest req{space.source_path(), space.kernel(), space.default_config(), {}};
   r.compiled = compiler.compile(req);
   if (!r.compiled->ok)
-    return reject(FailureKind::compile, "compile error (default config): " + first_error_line(r.compiled->log));
+    return reject(FailureKind::compile, "compile error (default config): " + compile_error_line(r.compiled->log));
   const KernelAbi abi = check_kernel_abi(req);
   if (!abi.ok) return reject(FailureKind::proposal, "wrong ABI: " + abi.problem);
   r.space = std::move(*loaded);

@@ -2,7 +2,6 @@
 #include "daemon/proposal_workdir.hpp"
 
 #include <filesystem>
-#include <fstream>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -10,26 +9,14 @@
 
 #include "db/iters_tsv.hpp"
 #include "gpu/compiler.hpp"
+#include "tuner/proposal_template.hpp"
 #include "workload/validation.hpp"
 
 namespace attn {
 namespace fs = std::filesystem;
 namespace {
 
-void write_file(const fs::path& path, const std::string& text) {
-  fs::create_directories(path.parent_path());
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  if (!out) throw std::runtime_error("proposal workdir: cannot write " + path.string());
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("proposal workdir: cannot read " + path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+void write_file(const fs::path& path, const std::string& text) { write_text_file(path.string(), text); }
 
 std::string opt_num(const std::optional<double>& v) { return v ? fmt::format("{:.4f}", *v) : "-"; }
 template <class T>
@@ -164,8 +151,8 @@ void write_proposal_workdir(const std::string& dir, const ProposalContext& c) {
   fs::create_directories(root);
 
   const std::string source_name = p.name() + ".cu", space_name = p.name() + ".json";
-  write_file(root / source_name, read_file(p.source_path()));
-  write_file(root / space_name, read_file(p.json_path()));
+  write_file(root / source_name, read_text_file(p.source_path()));
+  write_file(root / space_name, read_text_file(p.json_path()));
   std::vector<std::string> headers;
   for (const auto& [name, text] : local_includes(p.source_path())) {
     const fs::path rel = fs::path(name).lexically_normal();

@@ -12,8 +12,9 @@
 #include <thread>
 
 #include <boost/process.hpp>
-#include <boost/process/extend.hpp>
 #include <fmt/format.h>
+
+#include "gpu/process_group.hpp"
 
 extern char** environ;
 
@@ -23,14 +24,6 @@ using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
 namespace {
-
-/// The child leads a new process group, so that kill(-pid) reaches whatever it starts.
-struct NewProcessGroup : bp::extend::handler {
-  template <class Executor>
-  void on_exec_setup(Executor&) const {
-    ::setpgid(0, 0);
-  }
-};
 
 /// waitpid with a deadline; true when `pid` ended (status in *st).
 bool wait_until(pid_t pid, Clock::time_point until, int* st) {

@@ -85,14 +85,6 @@ CaseResultRecord to_record(const CaseResult& c) {
   return r;
 }
 
-std::string first_error_line(const std::string& log) {
-  std::size_t pos = log.find("error");
-  if (pos == std::string::npos) pos = 0;
-  const std::size_t start = log.rfind('\n', pos) == std::string::npos ? 0 : log.rfind('\n', pos) + 1;
-  std::string line = log.substr(start, log.find('\n', pos) - start);
-  return line.size() > 200 ? line.substr(0, 200) + "..." : line;
-}
-
 std::string resources_text(const CompiledVariant& cv) {
   const auto& r = cv.resources;
   std::string s = fmt::format("{} regs", r.registers);
@@ -380,7 +372,7 @@ class Loop {
     if (!cv.ok) {
       it.status = IterationStatus::crash;
       it.failure_kind = FailureKind::compile;
-      it.description = head + "; compile error: " + first_error_line(cv.log);
+      it.description = head + "; compile error: " + compile_error_line(cv.log);
       return finish(it, st, cfg);
     }
     start_worker();

@@ -12,9 +12,10 @@
 #include <thread>
 
 #include <boost/process.hpp>
-#include <boost/process/extend.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+
+#include "gpu/process_group.hpp"
 
 namespace attn {
 namespace bp = boost::process;
@@ -22,15 +23,6 @@ using nlohmann::json;
 using namespace std::chrono_literals;
 
 namespace {
-
-/// Puts the worker in its own process group, so that a kill reaches everything it started (a shell
-/// standing in for the worker in tests, its children).
-struct NewProcessGroup : bp::extend::handler {
-  template <class Executor>
-  void on_exec_setup(Executor&) const {
-    ::setpgid(0, 0);
-  }
-};
 
 std::string describe_wait_status(int st) {
   if (WIFEXITED(st)) return fmt::format("exited with code {}", WEXITSTATUS(st));

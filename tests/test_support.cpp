@@ -2,9 +2,14 @@
 
 #include <dlfcn.h>
 
-#include <atomic>
-#include <filesystem>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 namespace attn::test {
 
@@ -33,6 +38,31 @@ std::string temp_dir(const std::string& prefix) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir.string();
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  const std::filesystem::path p(path);
+  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary | std::ios::trunc) << text;
+}
+
+CommandOutput run_binary(const std::string& args, const std::string& env) {
+  const std::string cmd = env + " '" + binary_path() + "' " + args + " 2>&1";
+  CommandOutput out;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return out;
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.text.append(buf, n);
+  const int status = ::pclose(p);
+  out.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
 }
 
 }  // namespace attn::test

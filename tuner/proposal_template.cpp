@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <sstream>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -11,16 +12,21 @@
 
 namespace attn {
 namespace fs = std::filesystem;
-namespace {
-
-void write_file(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out << text;
-  if (!out) throw std::runtime_error("cannot write " + p.string());
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
 
-}  // namespace
+void write_text_file(const std::string& path, const std::string& text) {
+  const fs::path p(path);
+  if (p.has_parent_path()) fs::create_directories(p.parent_path());
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out << text;
+  if (!out) throw std::runtime_error("cannot write " + path);
+}
 
 std::string proposal_root_template(const std::string& name) {
   static const std::regex suffix(R"(^(.+?)(_p[0-9]+)+$)");
@@ -46,10 +52,10 @@ std::string write_proposal_template(const ProposalRecord& p, const std::string& 
     const fs::path rel = fs::path(name).lexically_normal();
     if (rel.is_absolute() || rel.empty() || *rel.begin() == ".." || !text.is_string())
       throw std::invalid_argument(fmt::format("proposal {}: stored header \"{}\" is not a relative path with text", p.id, name));
-    write_file(root / rel, text.get<std::string>());
+    write_text_file((root / rel).string(), text.get<std::string>());
   }
-  write_file(root / (p.template_name + ".cu"), *p.source);
-  write_file(root / (p.template_name + ".json"), *p.space_json);
+  write_text_file((root / (p.template_name + ".cu")).string(), *p.source);
+  write_text_file((root / (p.template_name + ".json")).string(), *p.space_json);
   return (root / (p.template_name + ".json")).string();
 }
 

@@ -26,28 +26,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Output {
-  int code = -1;
-  std::string text;
-};
-
-Output run(const std::string& args, const std::string& env = "") {
-  const std::string cmd = env + " '" + test::binary_path() + "' " + args + " 2>&1";
-  Output out;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.text.append(buf, n);
-  const int status = ::pclose(p);
-  out.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using Output = test::CommandOutput;
+Output run(const std::string& args, const std::string& env = "") { return test::run_binary(args, env); }
+std::string read_file(const std::string& path) { return test::read_text(path); }
 
 struct Fixture {
   std::string dir = test::temp_dir("daemon");

@@ -28,33 +28,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Output {
-  int code = -1;
-  std::string text;
-};
-
-Output run(const std::string& args) {
-  const std::string cmd = "'" + test::binary_path() + "' " + args + " 2>&1";
-  Output out;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.text.append(buf, n);
-  const int status = ::pclose(p);
-  out.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-}
+using Output = test::CommandOutput;
+Output run(const std::string& args) { return test::run_binary(args); }
+std::string read_file(const std::string& path) { return test::read_text(path); }
+void write_file(const std::string& path, const std::string& text) { test::write_text(path, text); }
 
 std::string src_root() { return fs::path(test::data_dir()).parent_path().parent_path().string(); }
 

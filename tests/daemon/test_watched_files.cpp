@@ -19,16 +19,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void write_file(const std::string& path, const std::string& text) {
-  fs::create_directories(fs::path(path).parent_path());
-  std::ofstream(path, std::ios::trunc) << text;
-}
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+void write_file(const std::string& path, const std::string& text) { test::write_text(path, text); }
+std::string read_file(const std::string& path) { return test::read_text(path); }
 
 struct Tree {
   std::string root = test::temp_dir("watched");
