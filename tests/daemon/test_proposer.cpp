@@ -17,6 +17,7 @@
 
 #include <gtest/gtest.h>
 
+#include "daemon/proposal_round.hpp"
 #include "daemon/supervise.hpp"
 #include "db/iters_tsv.hpp"
 #include "db/store.hpp"
@@ -294,6 +295,23 @@ TEST(Proposer, StopKillsARunningProposerAndRecordsItInterrupted) {
   const std::string pid = read_file(f.dir + "/runs/proposals/1/work/proposer.pid");
   EXPECT_FALSE(process_alive(pid_t(std::stoi(pid))));
   for (const auto& it : db.iterations()) EXPECT_FALSE(it.proposal_id) << "no iteration for an interrupted proposal";
+}
+
+TEST(ProposerOptions, DueEveryNIterationsOrWhenStalled) {
+  ProposerOptions o;
+  o.every = 3;
+  EXPECT_FALSE(o.due(3, 0, 0));  // no command: never
+  o.command = "true";
+  EXPECT_FALSE(o.due(2, 2, 0));
+  EXPECT_TRUE(o.due(3, 0, 0));
+  EXPECT_FALSE(o.due(5, 5, 3));
+  EXPECT_TRUE(o.due(6, 0, 3));
+  o.every = 0;
+  o.when_stalled = 4;
+  EXPECT_FALSE(o.due(10, 3, 0));  // a champion 3 iterations ago
+  EXPECT_TRUE(o.due(10, 4, 0));
+  EXPECT_FALSE(o.due(12, 6, 10));  // stalled, but called 2 iterations ago
+  EXPECT_TRUE(o.due(14, 8, 10));
 }
 
 TEST(Proposer, OptionsWithoutAProposerAreAClearError) {
