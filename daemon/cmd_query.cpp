@@ -6,6 +6,7 @@
 //   sql "SELECT ..."              one read-only statement (a write is refused)
 //   tsv [--suite S] [--out FILE]  iters.tsv rebuilt from the DB (stdout without --out)
 //   csv [--suite S] [--out FILE]  per-case results of a suite as CSV, the input of `attn-tuner replay --csv`
+//   proposals [--suite S] [--id N]  the proposer hook's proposals with their best score (one in full with --id)
 // The DB is opened read-only and never created.
 #include <algorithm>
 #include <cmath>
@@ -39,6 +40,7 @@ struct QueryOptions {
   std::int64_t iter = 0;
   std::string sql;
   std::string out;
+  std::int64_t proposal_id = 0;
 
   std::optional<std::string> suite_filter() const {
     return suite.empty() ? std::nullopt : std::optional(suite);
@@ -177,6 +179,7 @@ void run_show(const QueryOptions& o) {
       {"gpu_ms", opt_g(it->gpu_ms, "{:.1f}")},
       {"compile_ms", opt_g(it->compile_ms, "{:.1f}")},
       {"variant", it->variant_id ? std::to_string(*it->variant_id) : "-"},
+      {"proposal", it->proposal_id ? std::to_string(*it->proposal_id) : "-"},
   };
   if (variant) {
     fields.insert(fields.end(), {{"content_hash", variant->content_hash},
@@ -277,11 +280,78 @@ void run_csv(const QueryOptions& o) {
   print(fmt::format("wrote {} iterations of suite {} to {}\n", n, suite, o.out));
 }
 
+void run_proposals(const QueryOptions& o) {
+  auto db = open_db(o);
+  if (o.proposal_id > 0) {
+    const auto p = db.proposal(o.proposal_id);
+    if (!p) throw CliError(fmt::format("proposals: no proposal {} in {}", o.proposal_id, o.db));
+    if (o.format == "json") {
+      print(nlohmann::json(*p).dump(2) + "\n");
+      return;
+    }
+    TextTable kv{{"field", "value"}, {}};
+    for (const auto& [k, v] : std::vector<std::pair<std::string, std::string>>{
+             {"proposal", std::to_string(p->id)},
+             {"run", std::to_string(p->run_id)},
+             {"status", to_string(p->status)},
+             {"template", or_dash(p->template_name)},
+             {"parent", p->parent_template + (p->parent_iteration_id ? " (iter " + std::to_string(*p->parent_iteration_id) + ")" : "")},
+             {"command", p->command},
+             {"started_at", p->started_at},
+             {"finished_at", or_dash(p->finished_at)},
+             {"proposer", or_dash(p->exit_status) + (p->proposer_ms ? fmt::format(" after {:.1f} s", *p->proposer_ms / 1000) : "")},
+             {"description", or_dash(p->description)},
+             {"reason", or_dash(p->reason)}})
+      kv.rows.push_back({k, v});
+    std::string text = render_aligned(kv);
+    text.erase(0, text.find('\n') + 1);
+    print(text);
+    print("\ndiff against " + p->parent_template + ":\n" + (p->diff.empty() ? "(none)\n" : p->diff));
+    if (!p->output.empty()) print("\nproposer output:\n" + p->output + (p->output.back() == '\n' ? "" : "\n"));
+    return;
+  }
+  const auto rows = db.proposal_summaries(o.suite_filter());
+  TextTable table{{"proposal", "status", "template", "parent", "iterations", "crashes", "best_ms", "best_iter",
+                   "champion", "started_at", "description"},
+                  {}};
+  auto json = nlohmann::json::array();
+  for (const auto& s : rows) {
+    const auto& p = s.proposal;
+    std::string what = p.description;
+    if (!p.reason.empty()) what += (what.empty() ? "" : "; ") + p.reason;
+    std::string champion;
+    for (const auto& c : s.champion_of) champion += (champion.empty() ? "" : ",") + c;
+    table.rows.push_back({std::to_string(p.id), to_string(p.status), or_dash(p.template_name), p.parent_template,
+                          std::to_string(s.iterations), std::to_string(s.crashes), format_ms(s.best_ms),
+                          opt_int(s.best_iter), or_dash(champion),
+                          p.started_at, or_dash(what)});
+    nlohmann::json j = {{"id", p.id},
+                        {"status", to_string(p.status)},
+                        {"template", p.template_name},
+                        {"parent_template", p.parent_template},
+                        {"command", p.command},
+                        {"started_at", p.started_at},
+                        {"description", p.description},
+                        {"reason", p.reason},
+                        {"iterations", s.iterations},
+                        {"crashes", s.crashes},
+                        {"best_ms", s.best_ms ? nlohmann::json(*s.best_ms) : nlohmann::json(nullptr)},
+                        {"best_iter", s.best_iter ? nlohmann::json(*s.best_iter) : nlohmann::json(nullptr)},
+                        {"champion_of", s.champion_of}};
+    json.push_back(std::move(j));
+  }
+  if (rows.empty() && o.format == "table") {
+    print("no proposals yet (attn-tuner run --proposer CMD; docs/proposer.md)\n");
+    return;
+  }
+  emit(o, table, json);
+}
+
 }  // namespace
 
 void add_query_command(CLI::App& app) {
   auto o = std::make_shared<QueryOptions>();
-  auto* q = app.add_subcommand("query", "Read the experiment DB: best | top N | history | show ITER | sql | tsv | csv");
+  auto* q = app.add_subcommand("query", "Read the experiment DB: best | top N | history | show ITER | sql | tsv | csv | proposals");
   q->add_option("--db", o->db, "Experiment DB (SQLite) to read; never created")->capture_default_str();
   q->add_option("--format", o->format, "Output format")
       ->check(CLI::IsMember({"table", "json", "tsv"}))
@@ -316,6 +386,10 @@ void add_query_command(CLI::App& app) {
   csv->add_option("--suite", o->suite, "Suite (default: the latest run's)");
   csv->add_option("--out", o->out, "Write this file (atomically) instead of printing to stdout");
   csv->callback([o] { run_csv(*o); });
+  auto* proposals = q->add_subcommand("proposals", "The proposer hook's proposals with their best score");
+  proposals->add_option("--suite", o->suite, "Scores on this suite only");
+  proposals->add_option("--id", o->proposal_id, "Show this proposal in full: reason, diff, proposer output");
+  proposals->callback([o] { run_proposals(*o); });
 
   auto* tsv = q->add_subcommand("tsv", "Rebuild iters.tsv from the DB");
   tsv->add_option("--suite", o->suite, "Only this suite");

@@ -18,21 +18,49 @@
 namespace attn {
 namespace {
 
-/// "8h", "90m", "45s", "3600" (seconds) -> seconds. Throws CliError naming the bad value.
-double parse_duration(const std::string& text) {
-  if (text.empty()) throw CliError("--budget: empty duration");
+/// "8h", "90m", "45s", "3600" (seconds) -> seconds. Throws CliError naming the option and the bad value.
+double parse_duration(const std::string& text, const std::string& option = "--budget") {
+  if (text.empty()) throw CliError(option + ": empty duration");
   std::size_t used = 0;
   double v = 0;
   try {
     v = std::stod(text, &used);
   } catch (const std::exception&) {
-    throw CliError("--budget: '" + text + "' is not a duration (examples: 8h, 90m, 45s)");
+    throw CliError(option + ": '" + text + "' is not a duration (examples: 8h, 90m, 45s)");
   }
   const std::string unit = text.substr(used);
   const double scale = unit.empty() || unit == "s" ? 1 : unit == "m" ? 60 : unit == "h" ? 3600 : -1;
-  if (scale < 0 || v <= 0) throw CliError("--budget: '" + text + "' is not a positive duration (units s, m, h)");
+  if (scale < 0 || v <= 0) throw CliError(option + ": '" + text + "' is not a positive duration (units s, m, h)");
   return v * scale;
 }
+
+/// --proposer and its options (docs/proposer.md); the callback checks them.
+struct ProposerCli {
+  std::int64_t every = 0, when_stalled = 0;
+  std::string timeout;
+  void add(CLI::App* cmd, ProposerOptions& o) {
+    cmd->add_option("--proposer", o.command,
+                    "proposer hook: a command (run with sh -c in its own working directory) that writes a new "
+                    "kernel template; see docs/proposer.md");
+    auto* e = cmd->add_option("--propose-every", every, "call the proposer after every N iterations (default 10)");
+    auto* w = cmd->add_option("--propose-when-stalled", when_stalled,
+                              "call the proposer after M iterations without a new overall champion");
+    e->excludes(w);
+    cmd->add_option("--proposer-timeout", timeout, "wall-clock limit of one proposer call, e.g. 90s, 10m (default 10m)");
+  }
+  void apply(ProposerOptions& o) const {
+    if (o.command.empty()) {
+      if (every || when_stalled || !timeout.empty())
+        throw CliError("--propose-every, --propose-when-stalled and --proposer-timeout need --proposer CMD");
+      return;
+    }
+    if (every < 0 || when_stalled < 0) throw CliError("--propose-every / --propose-when-stalled must be positive");
+    o.every = every;
+    o.when_stalled = when_stalled;
+    if (!every && !when_stalled) o.every = 10;
+    if (!timeout.empty()) o.timeout_s = parse_duration(timeout, "--proposer-timeout");
+  }
+};
 
 }  // namespace
 
@@ -43,6 +71,7 @@ void add_run_command(CLI::App& app) {
   auto iterations = std::make_shared<std::int64_t>(0);
   auto detach = std::make_shared<bool>(false);
   auto worker_exe = std::make_shared<std::string>();
+  auto proposer = std::make_shared<ProposerCli>();
   cmd->add_option("--suite", o->suite, "built-in suite: smoke, local-dev, quick, full, broad")->capture_default_str();
   cmd->add_option("--manifest", o->manifest, "suite manifest JSON (harness format) instead of --suite");
   cmd->add_option("--root-seed", o->root_seed, "root seed of the quick/full/broad case seeds")->capture_default_str();
@@ -76,9 +105,10 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--holdout-seed", o->holdout_seed, "held-out root seed (never tuned on) that confirms champions")
       ->capture_default_str();
   cmd->add_flag("--no-holdout", *no_holdout, "promote champions without the held-out check");
+  proposer->add(cmd, o->proposer);
   cmd->add_option("--worker-exe", *worker_exe, "program to run as the GPU worker (tests); default: this binary")->group("");
   cmd->add_flag("--detach", *detach, "run in the background: pid file <db>.pid, log <db>.log");
-  cmd->callback([o, budget, iterations, detach, worker_exe, fidelity, no_holdout] {
+  cmd->callback([o, budget, iterations, detach, worker_exe, fidelity, no_holdout, proposer] {
     try {
       o->fidelity = parse_fidelity_mode(*fidelity);
     } catch (const std::invalid_argument& e) {
@@ -94,6 +124,7 @@ void add_run_command(CLI::App& app) {
     if (o->holdout && o->manifest.empty() && suite_has_root_seed(o->suite) && o->root_seed == o->holdout_seed)
       throw CliError(fmt::format("--root-seed {} is the held-out seed, which tuning never uses", o->root_seed));
     if (!budget->empty()) o->budget_s = parse_duration(*budget);
+    proposer->apply(o->proposer);
     if (*iterations < 0) throw CliError("--iterations must be positive");
     if (*iterations > 0) o->max_iterations = *iterations;
     if (!o->manifest.empty() && !std::filesystem::exists(o->manifest))

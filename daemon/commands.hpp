@@ -14,7 +14,7 @@ struct CliError : std::runtime_error {
 };
 
 void add_suites_command(CLI::App& app);   // workload: print a suite with work and roofline floor
-void add_query_command(CLI::App& app);    // db: best | top N | history | show ITER | sql | tsv
+void add_query_command(CLI::App& app);    // db: best | top N | history | show ITER | sql | tsv | proposals
 void add_compile_command(CLI::App& app);  // gpu: NVRTC-compile a template's configs (no GPU needed)
 void add_worker_command(CLI::App& app);   // gpu: the isolated GPU worker (JSON lines on stdin/stdout)
 void add_bench_command(CLI::App& app);    // gpu: time one config on a suite, print per case and score

@@ -23,6 +23,7 @@
 #include "db/store.hpp"
 #include "gpu/compiler.hpp"
 #include "tuner/multi_search.hpp"
+#include "tuner/proposal_template.hpp"
 #include "workload/case_spec.hpp"
 
 namespace attn {
@@ -88,14 +89,6 @@ CaseResultRecord to_record(const CaseResult& c) {
   return r;
 }
 
-std::string first_error_line(const std::string& log) {
-  std::size_t pos = log.find("error");
-  if (pos == std::string::npos) pos = 0;
-  const std::size_t start = log.rfind('\n', pos) == std::string::npos ? 0 : log.rfind('\n', pos) + 1;
-  std::string line = log.substr(start, log.find('\n', pos) - start);
-  return line.size() > 200 ? line.substr(0, 200) + "..." : line;
-}
-
 std::string resources_text(const CompiledVariant& cv) {
   const auto& r = cv.resources;
   std::string s = fmt::format("{} regs", r.registers);
@@ -148,6 +141,7 @@ class Loop {
       sources_[name] = space.source_path();
       search_.add(std::move(space), make_strategy(o.strategy, o.seed));
     }
+    load_proposed_templates();
   }
 
   RunSummary run() {
@@ -222,6 +216,8 @@ class Loop {
   std::deque<InFlight> inflight_;
   RunSummary summary_;
   Clock::time_point started_ = Clock::now();
+  std::map<std::string, std::int64_t> proposal_of_;  // proposed template -> its proposal id
+  std::int64_t proposed_at_ = 0, champion_at_ = 0;   // iterations of this run at the last proposal / promotion
   double champion_eval_ms_ = 0;  // last evaluation wall time of the overall champion (watchdog)
   // Where the time goes (ms): NVRTC (sum over compile threads), case building, evaluations, re-timings.
   double compile_ms_ = 0, prepare_ms_ = 0, eval_ms_ = 0, retime_ms_ = 0, screen_ms_ = 0, holdout_ms_ = 0;
@@ -359,6 +355,7 @@ class Loop {
   /// Restart after a crash or kill: runs and iterations left `running` become interrupted, iters.tsv is
   /// rebuilt from the DB, and every config already evaluated on this suite is known to the search.
   void resume() {
+    db_.mark_interrupted_proposals();
     const auto runs = db_.mark_interrupted_runs();
     const auto its = db_.mark_interrupted_iterations();
     if (!runs.empty() || !its.empty())
@@ -441,7 +438,9 @@ class Loop {
         return;
       }
       maybe_rotate();
+      if (o_.proposer.due(summary_.iterations, summary_.iterations - champion_at_, proposed_at_)) propose();
       refill();
+      if (inflight_.empty() && o_.proposer.enabled() && !stop_reason() && propose()) continue;
       if (inflight_.empty()) {
         std::size_t total = 0;
         for (const auto& n : search_.template_names()) total += search_.state(n).valid_configs().size();
@@ -466,6 +465,7 @@ class Loop {
       const auto champ = st.champion();
       if (!champ || *it.geomean_ms < champ->score_ms) st.set_champion(cfg);
     }
+    if (proposal_of_.count(it.template_name)) retire_if_broken(it.template_name, st);
     ++summary_.iterations;
     const double rate = summary_.iterations / std::max(1e-9, seconds_since(started_)) * 3600;
     const auto& best = champions_.overall();
@@ -488,6 +488,7 @@ class Loop {
     it.params_json = config_to_json(cfg);
     it.description = job.proposal.proposal.move;
     it.root_seed = root_seed_;
+    if (const auto p = proposal_of_.find(tname); p != proposal_of_.end()) it.proposal_id = p->second;
     if (db_.has_evaluated(tname, it.params_json, suite_label_)) {  // another daemon on this DB got there first
       st.record(cfg, Outcome::failed(-1, "evaluated in an earlier run"));
       return;
@@ -516,7 +517,7 @@ class Loop {
     if (!cv.ok) {
       it.status = IterationStatus::crash;
       it.failure_kind = FailureKind::compile;
-      it.description = head + "; compile error: " + first_error_line(cv.log);
+      it.description = head + "; compile error: " + compile_error_line(cv.log);
       return finish(it, st, cfg);
     }
     if (cv.cubin_path.empty()) {  // compiled, but the cubin could not be stored (full disk?): not the config's fault
@@ -624,7 +625,66 @@ class Loop {
     for (const auto& p : cr.promotions) {
       db_.set_champion({suite_label_, p.scope, it.iter, p.score_ms, ""}, p.aba_json);
       if (p.scope == ChampionScope::overall) champion_eval_ms_ = r.wall_ms;
+      if (p.scope == ChampionScope::overall) champion_at_ = summary_.iterations;
     }
+  }
+
+  /// A proposed template none of whose first configs worked is a broken kernel: no more GPU time for it.
+  void retire_if_broken(const std::string& name, const SearchState& st) {
+    if (search_.retired(name) || !st.ranked().empty()) return;
+    std::size_t crashes = 0;
+    for (const auto& [c, outcome] : st.results()) crashes += outcome.ok() ? 0 : 1;
+    if (crashes < o_.proposer.retire_after_crashes) return;
+    search_.retire(name);
+    say(fmt::format("template {} (proposal {}) retired from the search: its first {} configs all crashed", name,
+                    proposal_of_.at(name), crashes));
+  }
+
+  /// A template joins the search (a proposal's, accepted now or in an earlier run).
+  void add_template(TemplateSpace space, std::int64_t proposal_id) {
+    const std::string name = space.name();
+    kernels_[name] = space.kernel();
+    sources_[name] = space.source_path();
+    proposal_of_[name] = proposal_id;
+    search_.add(std::move(space), make_strategy(o_.strategy, o_.seed));
+  }
+
+  /// Accepted proposals of earlier runs whose root template this run tunes rejoin the search, from the DB.
+  void load_proposed_templates() {
+    for (const auto& p : db_.proposals()) {
+      if (p.status != ProposalStatus::accepted || !kernels_.count(proposal_root_template(p.template_name))) continue;
+      try {
+        const auto dir = fmt::format("{}/{}/template", proposals_dir_for(o_.db_path), p.id);
+        add_template(TemplateSpace::load(write_proposal_template(p, dir)), p.id);
+      } catch (const std::exception& e) {
+        spdlog::warn("proposal {} ({}) cannot rejoin the search: {}", p.id, p.template_name, e.what());
+      }
+    }
+  }
+
+  /// One call of the proposer hook (daemon/proposal_round.hpp), from the overall champion's template.
+  /// True when a new template joined the search.
+  bool propose() {
+    proposed_at_ = summary_.iterations;
+    const auto& champ = champions_.overall();
+    if (!champ || !kernels_.count(champ->template_name)) return false;  // nothing to start from yet
+    for (auto& f : inflight_) f.compiled.wait();  // no compile writes to the watched folders meanwhile
+    write_status(fmt::format("proposer: {}", o_.proposer.command));
+    std::vector<std::string> template_dirs{templates_dir_};
+    if (default_templates_dir() != templates_dir_) template_dirs.push_back(default_templates_dir());
+    auto r = run_proposal_round(o_.proposer,
+                                {summary_.run_id, suite_label_, &search_.state(champ->template_name).space(),
+                                 champ->iter, o_.db_path, template_dirs},
+                                db_, compiler_, [this] { return stop_.stopping(); });
+    if (r.crash_iter) {
+      append_row(tsv_path_, *db_.iteration(*r.crash_iter));
+      ++summary_.iterations;
+    }
+    proposed_at_ = summary_.iterations;  // its own crash iteration does not count towards the next call
+    say(r.crash_iter ? fmt::format("iter {:>4} crash       {}", *r.crash_iter, r.summary) : r.summary);
+    if (!r.accepted) return false;
+    add_template(std::move(*r.accepted), r.proposal_id);
+    return true;
   }
 
   /// A/B/A re-timing of a validated variant: timing only.

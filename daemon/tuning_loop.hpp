@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "daemon/seed_rounds.hpp"
+#include "daemon/proposal_round.hpp"
 #include "daemon/supervise.hpp"
 #include "gpu/timing.hpp"
 #include "gpu/worker_client.hpp"
@@ -49,6 +50,7 @@ struct RunOptions {
   std::int64_t round_configs = 100;
   bool holdout = true;
   std::int64_t holdout_seed = kDefaultHoldoutSeed;
+  ProposerOptions proposer;             ///< the proposer hook (docs/proposer.md); off when no command
 };
 
 /// How a run ended.

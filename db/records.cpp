@@ -23,6 +23,7 @@ constexpr std::array<const char*, 5> kRunStatus{"running", "finished", "stopped"
 constexpr std::array<const char*, 5> kIterStatus{"running", "keep", "discard", "crash", "interrupted"};
 constexpr std::array<const char*, 2> kFidelity{"screen", "full"};
 constexpr std::array<const char*, 3> kHoldoutRole{"challenger", "incumbent", "champion"};
+constexpr std::array<const char*, 5> kProposalStatus{"running", "accepted", "rejected", "empty", "interrupted"};
 constexpr std::array<const char*, 4> kScope{"overall", "sliding_window", "sliding_window_global",
                                             "sliding_window_retrieval"};
 
@@ -60,6 +61,7 @@ Fidelity parse_fidelity(std::string_view s) { return parse_enum<Fidelity>(s, kFi
 HoldoutRole parse_holdout_role(std::string_view s) {
   return parse_enum<HoldoutRole>(s, kHoldoutRole, "held-out check role");
 }
+const char* to_string(ProposalStatus s) { return kProposalStatus.at(static_cast<std::size_t>(s)); }
 
 RunStatus parse_run_status(std::string_view s) { return parse_enum<RunStatus>(s, kRunStatus, "run status"); }
 IterationStatus parse_iteration_status(std::string_view s) {
@@ -67,6 +69,9 @@ IterationStatus parse_iteration_status(std::string_view s) {
 }
 ChampionScope parse_champion_scope(std::string_view s) {
   return parse_enum<ChampionScope>(s, kScope, "champion scope");
+}
+ProposalStatus parse_proposal_status(std::string_view s) {
+  return parse_enum<ProposalStatus>(s, kProposalStatus, "proposal status");
 }
 
 ChampionScope champion_scope_of(Family f) {
@@ -165,7 +170,8 @@ void to_json(nlohmann::json& j, const IterationRecord& it) {
        {"compile_ms", opt(it.compile_ms)},
        {"fidelity", to_string(it.fidelity)},
        {"screen_ms", opt(it.screen_ms)},
-       {"root_seed", opt(it.root_seed)}};
+       {"root_seed", opt(it.root_seed)},
+       {"proposal_id", opt(it.proposal_id)}};
   if (!it.cases.empty()) j["cases"] = it.cases;
 }
 
@@ -209,6 +215,27 @@ void to_json(nlohmann::json& j, const HoldoutCheckRecord& h) {
        {"verdict", h.verdict},
        {"cases", nlohmann::json::parse(h.cases_json.empty() ? "[]" : h.cases_json)},
        {"checked_at", h.checked_at}};
+}
+
+void to_json(nlohmann::json& j, const ProposalRecord& p) {
+  j = {{"id", p.id},
+       {"run_id", p.run_id},
+       {"command", p.command},
+       {"started_at", p.started_at},
+       {"finished_at", opt_text(p.finished_at)},
+       {"parent_template", p.parent_template},
+       {"parent_iteration_id", opt(p.parent_iteration_id)},
+       {"template", opt_text(p.template_name)},
+       {"status", to_string(p.status)},
+       {"reason", p.reason},
+       {"description", p.description},
+       {"source", opt(p.source)},
+       {"space_json", opt(p.space_json)},
+       {"headers_json", p.headers_json},
+       {"diff", p.diff},
+       {"exit_status", p.exit_status},
+       {"proposer_ms", opt(p.proposer_ms)},
+       {"output", p.output}};
 }
 
 }  // namespace attn

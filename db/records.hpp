@@ -27,6 +27,11 @@ enum class Fidelity { screen, full };
 /// Why a config was timed on held-out seeds: a `challenger` the champion rule would promote, the
 /// `incumbent` it is compared with, or a `champion` confirmed at the end of a run (before export).
 enum class HoldoutRole { challenger, incumbent, champion };
+/// Life of a proposal (one call of the proposer hook, docs/proposer.md): running until the proposer ended
+/// and its output was checked; accepted (its template joined the search), rejected (reason says why;
+/// its crash iteration says so too), empty (the proposer wrote no files), interrupted (the daemon stopped
+/// or died meanwhile).
+enum class ProposalStatus { running, accepted, rejected, empty, interrupted };
 /// What a champion is best at: the suite's overall geomean, or one family's median.
 enum class ChampionScope { overall, sliding_window, sliding_window_global, sliding_window_retrieval };
 
@@ -36,12 +41,14 @@ const char* to_string(IterationStatus s);
 const char* to_string(ChampionScope s);
 const char* to_string(Fidelity f);
 const char* to_string(HoldoutRole r);
+const char* to_string(ProposalStatus s);
 /// Inverses of to_string; throw std::invalid_argument naming the bad value and listing the valid ones.
 RunStatus parse_run_status(std::string_view s);
 IterationStatus parse_iteration_status(std::string_view s);
 ChampionScope parse_champion_scope(std::string_view s);
 Fidelity parse_fidelity(std::string_view s);
 HoldoutRole parse_holdout_role(std::string_view s);
+ProposalStatus parse_proposal_status(std::string_view s);
 /// The per-family champion scope of a family.
 ChampionScope champion_scope_of(Family f);
 /// keep, discard, crash, interrupted: the statuses that get an iters.tsv line.
@@ -118,6 +125,7 @@ struct IterationRecord {
   /// suite with fixed seeds, and for rows from before schema 2.
   std::optional<std::int64_t> root_seed;
   std::vector<CaseResultRecord> cases;     ///< filled by ExperimentDb::iteration(), empty in lists
+  std::optional<std::int64_t> proposal_id;  ///< the proposal whose template this is (none: a repo template)
   bool operator==(const IterationRecord&) const = default;
 };
 
@@ -137,6 +145,26 @@ struct HoldoutCheckRecord {
   std::string cases_json = "[]";   ///< the held-out case results (CaseResultRecord JSON list)
   std::string checked_at;
   bool operator==(const HoldoutCheckRecord&) const = default;
+/// One row of `proposals`: one call of the proposer hook, what it wrote and what became of it.
+struct ProposalRecord {
+  std::int64_t id = 0;
+  std::int64_t run_id = 0;
+  std::string command;                              ///< the proposer command line (sh -c)
+  std::string started_at, finished_at;              ///< finished_at "" while running
+  std::string parent_template;                      ///< the champion template handed to the proposer
+  std::optional<std::int64_t> parent_iteration_id;  ///< the champion iteration handed to it
+  std::string template_name;                        ///< the proposed template's name ("" until named)
+  ProposalStatus status = ProposalStatus::running;
+  std::string reason;                               ///< why rejected / empty / interrupted
+  std::string description;                          ///< the proposer's one line
+  std::optional<std::string> source;                ///< the proposed .cu as written (none: no source)
+  std::optional<std::string> space_json;            ///< the space JSON as installed (name, source set)
+  std::string headers_json = "{}";                  ///< {"name.cuh": text}: local includes as installed
+  std::string diff;                                 ///< unified diff against the parent template's files
+  std::string exit_status;                          ///< how the proposer ended ("exited with code 0", ...)
+  std::optional<double> proposer_ms;                ///< proposer wall time
+  std::string output;                               ///< proposer stdout + stderr (the last 64 KiB)
+  bool operator==(const ProposalRecord&) const = default;
 };
 
 /// One row of `champions`: the best iteration of a suite for one scope.
@@ -186,5 +214,6 @@ void to_json(nlohmann::json& j, const ChampionRecord& c);
 void to_json(nlohmann::json& j, const ChampionPromotion& p);
 void to_json(nlohmann::json& j, const RunProgress& p);
 void to_json(nlohmann::json& j, const HoldoutCheckRecord& h);
+void to_json(nlohmann::json& j, const ProposalRecord& p);
 
 }  // namespace attn

@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -13,7 +14,7 @@ namespace attn::db {
 namespace {
 
 // Keep in step with docs/db-schema.md. Every *_at column is ISO-8601 UTC text with milliseconds.
-constexpr const char* kSchemaSql = R"sql(
+constexpr const char* kHeadSql = R"sql(
 CREATE TABLE schema_version (
   version     INTEGER PRIMARY KEY,
   applied_at  TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))
@@ -53,8 +54,38 @@ CREATE TABLE variants (
   created_at    TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))
 );
 CREATE INDEX variants_by_config ON variants (template, params_json);
+)sql";
 
-CREATE TABLE iterations (
+// `proposals` (since schema version 3): one call of the proposer hook (docs/proposer.md).
+constexpr const char* kProposalsSql = R"sql(
+CREATE TABLE proposals (
+  id                   INTEGER PRIMARY KEY AUTOINCREMENT,
+  run_id               INTEGER NOT NULL REFERENCES runs (id),
+  command              TEXT NOT NULL,
+  started_at           TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  finished_at          TEXT,
+  parent_template      TEXT NOT NULL,
+  parent_iteration_id  INTEGER REFERENCES iterations (id),
+  template             TEXT UNIQUE,
+  status               TEXT NOT NULL DEFAULT 'running'
+                       CHECK (status IN ('running','accepted','rejected','empty','interrupted')),
+  reason               TEXT NOT NULL DEFAULT '',
+  description          TEXT NOT NULL DEFAULT '',
+  source               TEXT,
+  space_json           TEXT,
+  headers_json         TEXT NOT NULL DEFAULT '{}',
+  diff                 TEXT NOT NULL DEFAULT '',
+  exit_status          TEXT NOT NULL DEFAULT '',
+  proposer_ms          REAL,
+  output               TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX proposals_by_run ON proposals (run_id);
+)sql";
+
+// The columns of `iterations` (after "CREATE TABLE <name>"), shared by the fresh DDL and the v1 -> v2
+// v2 -> v3 rebuild. Version 2 added fidelity, screen_ms and root_seed; version 3 the failure kind
+// 'proposal' and proposal_id.
+constexpr const char* kIterationsColumnsSql = R"sql( (
   id            INTEGER PRIMARY KEY AUTOINCREMENT,
   run_id        INTEGER NOT NULL REFERENCES runs (id),
   variant_id    INTEGER REFERENCES variants (id),
@@ -66,7 +97,7 @@ CREATE TABLE iterations (
                 CHECK (status IN ('running','keep','discard','crash','interrupted')),
   failure_kind  TEXT NOT NULL DEFAULT 'none'
                 CHECK (failure_kind IN ('none','compile','device_limit','fault','hang','wrong_result',
-                                        'worker_died','interrupted')),
+                                        'worker_died','interrupted','proposal')),
   geomean_ms    REAL,
   delta_ms      REAL,
   window_ms     REAL,
@@ -79,12 +110,19 @@ CREATE TABLE iterations (
   compile_ms    REAL,
   fidelity      TEXT NOT NULL DEFAULT 'full' CHECK (fidelity IN ('screen','full')),
   screen_ms     REAL,
-  root_seed     INTEGER
+  root_seed     INTEGER,
+  proposal_id   INTEGER REFERENCES proposals (id)
 );
+)sql";
+
+constexpr const char* kIterationsIndexSql = R"sql(
 CREATE INDEX iterations_by_suite ON iterations (suite, status, geomean_ms);
 CREATE INDEX iterations_by_config ON iterations (template, params_json, suite);
 CREATE INDEX iterations_by_run ON iterations (run_id);
+CREATE INDEX iterations_by_proposal ON iterations (proposal_id);
+)sql";
 
+constexpr const char* kTailSql = R"sql(
 CREATE TABLE case_results (
   iteration_id      INTEGER NOT NULL REFERENCES iterations (id),
   case_id           TEXT NOT NULL,
@@ -158,8 +196,8 @@ ALTER TABLE iterations ADD COLUMN root_seed INTEGER;
 // The tables of version 1 (a file must have them before it is migrated), and of the current version.
 const std::vector<std::string> kVersion1Tables = {"runs",      "variants",        "iterations",
                                                   "case_results", "champions", "champion_history"};
-const std::vector<std::string> kRequiredTables = {"runs",      "variants",         "iterations",    "case_results",
-                                                  "champions", "champion_history", "holdout_checks"};
+const std::vector<std::string> kRequiredTables = {"runs",      "variants",         "iterations",     "case_results",
+                                                  "champions", "champion_history", "holdout_checks", "proposals"};
 
 std::vector<std::string> table_names(sqlite::Connection& conn) {
   auto st = conn.prepare(
@@ -182,6 +220,56 @@ void require_tables(sqlite::Connection& conn, const std::vector<std::string>& re
   }
 }
 
+/// Version 2 -> 3: the `proposals` table; `iterations` gains proposal_id and the failure kind 'proposal'.
+/// A CHECK constraint cannot be altered in SQLite, so `iterations` is rebuilt by SQLite's documented
+/// procedure (create the new table, copy every row with its id, drop, rename, recreate the indexes) with
+/// foreign keys off; ensure_schema runs foreign_key_check before the commit.
+void migrate_2_to_3(sqlite::Connection& conn) {
+  constexpr const char* kV2Columns =
+      "id, run_id, variant_id, suite, template, params_json, params, status, failure_kind, geomean_ms, delta_ms, "
+      "window_ms, global_ms, retrieval_ms, description, started_at, finished_at, gpu_ms, compile_ms, fidelity, "
+      "screen_ms, root_seed";
+  conn.exec(kProposalsSql);
+  conn.exec(std::string("CREATE TABLE iterations_v3") + kIterationsColumnsSql);
+  conn.exec(fmt::format("INSERT INTO iterations_v3 ({0}) SELECT {0} FROM iterations ORDER BY id", kV2Columns));
+  // AUTOINCREMENT: an iter number is never reused, so the new table continues from the old counter.
+  std::optional<std::int64_t> seq;
+  {
+    auto st = conn.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'iterations'");
+    if (st.step()) seq = st.column_int64(0);
+  }
+  conn.exec("DROP TABLE iterations");
+  conn.exec("ALTER TABLE iterations_v3 RENAME TO iterations");
+  conn.exec(kIterationsIndexSql);
+  if (seq) {
+    conn.prepare("DELETE FROM sqlite_sequence WHERE name = 'iterations'").run();
+    conn.prepare("INSERT INTO sqlite_sequence (name, seq) VALUES ('iterations', ?)").bind(1, *seq).run();
+  }
+}
+
+/// Turns foreign-key enforcement off for a table rebuild and back on afterwards (the pragma is a no-op
+/// inside a transaction, so this wraps the step's transaction).
+class ForeignKeysOff {
+ public:
+  ForeignKeysOff(sqlite::Connection& conn, bool active) : conn_(conn), active_(active) {
+    if (active_) conn_.exec("PRAGMA foreign_keys = OFF");
+  }
+  ~ForeignKeysOff() {
+    if (active_) {
+      try {
+        conn_.exec("PRAGMA foreign_keys = ON");
+      } catch (...) {
+      }
+    }
+  }
+  ForeignKeysOff(const ForeignKeysOff&) = delete;
+  ForeignKeysOff& operator=(const ForeignKeysOff&) = delete;
+
+ private:
+  sqlite::Connection& conn_;
+  bool active_;
+};
+
 }  // namespace
 
 const std::vector<Migration>& builtin_migrations() {
@@ -191,13 +279,15 @@ const std::vector<Migration>& builtin_migrations() {
          conn.exec(kMigrate1To2);
          conn.exec(kHoldoutChecksSql);
        }},
+      {2, migrate_2_to_3, true},
   };
   return chain;
 }
 
 const char* schema_sql() {
-  static const std::string full = std::string(kSchemaSql) + kHoldoutChecksSql;
-  return full.c_str();
+  static const std::string sql = std::string(kHeadSql) + kProposalsSql + "CREATE TABLE iterations" +
+                                 kIterationsColumnsSql + kIterationsIndexSql + kTailSql + kHoldoutChecksSql;
+  return sql.c_str();
 }
 
 void configure_connection(sqlite::Connection& conn) {
@@ -260,6 +350,10 @@ void ensure_schema(sqlite::Connection& conn, int target_version, const std::vect
   }
   if (version > 0 && version < target_version) require_tables(conn, kVersion1Tables);  // ours, before migrating
   while (version < target_version) {
+    const auto step = std::find_if(chain.begin(), chain.end(),
+                                   [&](const Migration& m) { return m.from_version == version; });
+    const bool rebuild = version > 0 && step != chain.end() && step->rebuilds_tables;
+    ForeignKeysOff fk_off(conn, rebuild);  // before BEGIN: the pragma is a no-op inside a transaction
     // Take the write lock, then look again: another process may have created or migrated meanwhile.
     sqlite::Transaction tx(conn);
     if (int now = read_schema_version(conn); now != version) {
@@ -271,13 +365,18 @@ void ensure_schema(sqlite::Connection& conn, int target_version, const std::vect
       conn.exec(schema_sql());
       version = kSchemaVersion;
     } else {
-      auto step = std::find_if(chain.begin(), chain.end(),
-                               [&](const Migration& m) { return m.from_version == version; });
       if (step == chain.end()) {
         throw std::runtime_error(fmt::format("{} has schema version {}, and no migration to {} is known",
                                              conn.path(), version, version + 1));
       }
       step->apply(conn);
+      if (rebuild) {
+        auto check = conn.prepare("PRAGMA foreign_key_check");
+        if (check.step())
+          throw std::runtime_error(fmt::format("{}: migrating from schema version {} broke a foreign key (table {}, "
+                                               "row {}); nothing was changed",
+                                               conn.path(), version, check.column_text(0), check.column_text(1)));
+      }
       ++version;
     }
     conn.prepare("INSERT INTO schema_version (version) VALUES (?)").bind(1, version).run();

@@ -10,17 +10,22 @@
 namespace attn::db {
 
 /// The schema this build writes. Stored as MAX(version) of the `schema_version` table.
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 
 /// One step of the migration chain: brings a file from `from_version` to `from_version + 1`. Runs
 /// inside the transaction that also records the new version (all or nothing).
 struct Migration {
   int from_version = 0;
   std::function<void(sqlite::Connection&)> apply;
+  /// The step rebuilds tables (SQLite's create-copy-drop-rename procedure): it runs with foreign keys
+  /// off, and PRAGMA foreign_key_check must find nothing before the commit.
+  bool rebuilds_tables = false;
 };
 
 /// The built-in chain: 1 -> 2 adds iterations.fidelity / screen_ms / root_seed and the holdout_checks
-/// table (docs/db-schema.md).
+/// table (docs/db-schema.md);
+/// 2 -> 3 adds the `proposals` table, iterations.proposal_id and the failure kind 'proposal' (a rebuild
+/// of `iterations`).
 const std::vector<Migration>& builtin_migrations();
 
 /// The full DDL of kSchemaVersion (tables, indexes), without the schema_version row.

@@ -32,6 +32,16 @@ struct SqlResult {
   std::vector<std::vector<std::optional<std::string>>> rows;
 };
 
+/// A proposal with what its template achieved (ExperimentDb::proposal_summaries).
+struct ProposalSummary {
+  ProposalRecord proposal;
+  std::int64_t iterations = 0;          ///< iterations of its template (its crash one included)
+  std::int64_t crashes = 0;             ///< of which crashed
+  std::optional<double> best_ms;        ///< lowest geomean of its keep/discard iterations
+  std::optional<std::int64_t> best_iter;
+  std::vector<std::string> champion_of; ///< "suite:scope" of every champion it holds now
+};
+
 /// The experiment DB. Methods that write do so in one transaction each (all or nothing). One instance
 /// per thread; several processes may open the same file (WAL; writers wait up to busy_timeout).
 /// Errors: std::invalid_argument for bad arguments (unknown ids, inconsistent statuses, non-finite
@@ -125,6 +135,26 @@ class ExperimentDb {
   /// Checks of one iteration's config (or of every iteration of `suite`, or all), oldest first.
   std::vector<HoldoutCheckRecord> holdout_checks(const std::optional<std::int64_t>& iteration_id = std::nullopt,
                                                  const std::optional<std::string>& suite = std::nullopt);
+  // --- proposals (docs/proposer.md) --------------------------------------------------------------
+  /// Inserts a `running` proposal from run_id, command, parent_template and parent_iteration_id of `p`,
+  /// started_at now; returns its id. Throws std::invalid_argument for an unknown or ended run, an empty
+  /// command or parent template, or an unknown parent iteration.
+  std::int64_t begin_proposal(const ProposalRecord& p);
+  /// Finishes running proposal `p.id` in one transaction: status, reason, description, template, source,
+  /// space_json, headers_json, diff, exit_status, proposer_ms, output, finished_at now. Throws
+  /// std::invalid_argument for an unknown or finished proposal, status running, status accepted without a
+  /// template name, source and space JSON, a template name another proposal has, or headers_json that is
+  /// not a JSON object.
+  void finish_proposal(const ProposalRecord& p);
+  std::optional<ProposalRecord> proposal(std::int64_t id);
+  std::optional<ProposalRecord> proposal_by_template(const std::string& template_name);
+  /// Every proposal, oldest first.
+  std::vector<ProposalRecord> proposals();
+  /// Every proposal still `running` becomes `interrupted` (daemon start-up); returns their ids.
+  std::vector<std::int64_t> mark_interrupted_proposals();
+  /// Every proposal, oldest first, with the results of its template's iterations on `suite` (every suite
+  /// when none).
+  std::vector<ProposalSummary> proposal_summaries(const std::optional<std::string>& suite = std::nullopt);
 
   // --- ad-hoc SQL ------------------------------------------------------------------------------
   /// Runs one statement on a read-only connection (SQLITE_OPEN_READONLY) and returns all its rows.

@@ -32,7 +32,7 @@ void check_finish_rules(const IterationRecord& it) {
       break;
     case IterationStatus::crash:
       if (kind == FailureKind::none || kind == FailureKind::interrupted) {
-        fail("crash needs a failure kind (compile, device_limit, fault, hang, wrong_result, worker_died)");
+        fail("crash needs a failure kind (compile, device_limit, fault, hang, wrong_result, worker_died, proposal)");
       }
       break;
     case IterationStatus::interrupted:
@@ -68,9 +68,12 @@ std::int64_t ExperimentDb::begin_iteration(const IterationRecord& it) {
   if (it.variant_id && !variant(*it.variant_id)) {
     throw std::invalid_argument(fmt::format("begin_iteration: no variant {} in {}", *it.variant_id, path()));
   }
+  if (it.proposal_id && !proposal(*it.proposal_id)) {
+    throw std::invalid_argument(fmt::format("begin_iteration: no proposal {} in {}", *it.proposal_id, path()));
+  }
   auto st = conn_.prepare(
-      "INSERT INTO iterations (run_id, variant_id, suite, template, params_json, params, description, root_seed) "
-      "VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+      "INSERT INTO iterations (run_id, variant_id, suite, template, params_json, params, description, root_seed, "
+      "proposal_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
   st.bind(1, it.run_id)
       .bind(2, it.variant_id)
       .bind(3, it.suite)
@@ -78,7 +81,8 @@ std::int64_t ExperimentDb::begin_iteration(const IterationRecord& it) {
       .bind(5, params_json)
       .bind(6, compact_params(params_json))
       .bind(7, it.description)
-      .bind(8, it.root_seed);
+      .bind(8, it.root_seed)
+      .bind(9, it.proposal_id);
   st.run();
   std::int64_t iter = conn_.last_insert_rowid();
   tx.commit();

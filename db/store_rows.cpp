@@ -65,7 +65,31 @@ IterationRecord read_iteration(const sqlite::Statement& st) {
   it.fidelity = parse_fidelity(st.column_text(19));
   it.screen_ms = st.column_opt_double(20);
   it.root_seed = st.column_opt_int64(21);
+  it.proposal_id = st.column_opt_int64(22);
   return it;
+}
+
+ProposalRecord read_proposal(const sqlite::Statement& st) {
+  ProposalRecord p;
+  p.id = st.column_int64(0);
+  p.run_id = st.column_int64(1);
+  p.command = st.column_text(2);
+  p.started_at = st.column_text(3);
+  p.finished_at = st.column_text(4);
+  p.parent_template = st.column_text(5);
+  p.parent_iteration_id = st.column_opt_int64(6);
+  p.template_name = st.column_text(7);
+  p.status = parse_proposal_status(st.column_text(8));
+  p.reason = st.column_text(9);
+  p.description = st.column_text(10);
+  p.source = st.column_opt_text(11);
+  p.space_json = st.column_opt_text(12);
+  p.headers_json = st.column_text(13);
+  p.diff = st.column_text(14);
+  p.exit_status = st.column_text(15);
+  p.proposer_ms = st.column_opt_double(16);
+  p.output = st.column_text(17);
+  return p;
 }
 
 CaseResultRecord read_case(const sqlite::Statement& st) {

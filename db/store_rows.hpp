@@ -14,19 +14,23 @@ inline constexpr const char* kVariantColumns =
 inline constexpr const char* kIterationColumns =
     "id, run_id, variant_id, suite, template, params_json, params, status, failure_kind, geomean_ms, "
     "delta_ms, window_ms, global_ms, retrieval_ms, description, started_at, finished_at, gpu_ms, compile_ms, "
-    "fidelity, screen_ms, root_seed";
+    "fidelity, screen_ms, root_seed, proposal_id";
 inline constexpr const char* kCaseColumns =
     "case_id, family, median_ms, spread, samples, sm_clock_mhz, o_max_abs_diff, lse_max_abs_diff, passed";
 inline constexpr const char* kChampionColumns = "suite, scope, iteration_id, score_ms, promoted_at";
 inline constexpr const char* kHoldoutColumns =
     "id, run_id, iteration_id, suite, root_seed, role, ok, score_ms, window_ms, global_ms, retrieval_ms, "
     "tuned_ms, verdict, cases_json, checked_at";
+inline constexpr const char* kProposalColumns =
+    "id, run_id, command, started_at, finished_at, parent_template, parent_iteration_id, template, status, reason, "
+    "description, source, space_json, headers_json, diff, exit_status, proposer_ms, output";
 
 /// Each reads the current row of a statement that selected the matching column list first.
 RunRecord read_run(const sqlite::Statement& st);
 VariantRecord read_variant(const sqlite::Statement& st);
 IterationRecord read_iteration(const sqlite::Statement& st);
 CaseResultRecord read_case(const sqlite::Statement& st);
+ProposalRecord read_proposal(const sqlite::Statement& st);
 /// Reads kChampionColumns starting at column `first`.
 ChampionRecord read_champion(const sqlite::Statement& st, int first = 0);
 HoldoutCheckRecord read_holdout(const sqlite::Statement& st);

@@ -1,5 +1,7 @@
 #include "export/plan_from_db.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +16,7 @@
 
 #include "export/shape_rules.hpp"
 #include "gpu/compiler.hpp"
+#include "tuner/proposal_template.hpp"
 #include "tuner/space.hpp"
 
 namespace attn {
@@ -79,17 +82,41 @@ std::string pick_suite(ExperimentDb& db, const std::string& requested) {
   return *suites.begin();
 }
 
-/// The variant's files and metadata; `scopes` are the champion scopes it wins.
+/// A temporary folder, removed with its contents on destruction.
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char tmpl[] = "/tmp/attn-export-XXXXXX";
+    if (!::mkdtemp(tmpl)) throw std::runtime_error("export: cannot make a temporary folder");
+    path = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+};
+
+/// The variant's files and metadata; `scopes` are the champion scopes it wins. A template proposed by the
+/// proposer hook (`proposal`) comes from its DB row, not from `templates_dir`.
 ExportVariant export_variant(const Champion& c, const std::vector<std::string>& scopes, const DbExportOptions& options,
-                             const std::string& templates_dir) {
+                             const std::string& templates_dir, const std::optional<ProposalRecord>& proposal) {
   const VariantRecord& vr = c.variant;
   const std::int64_t iter = c.iteration.iter;
+  std::optional<TempDir> proposal_dir;
   TemplateSpace space = [&] {
     try {
+      if (proposal) {
+        proposal_dir.emplace();
+        return TemplateSpace::load(write_proposal_template(*proposal, proposal_dir->path));
+      }
       return TemplateSpace::load_named(templates_dir, vr.template_name);
     } catch (const std::exception& e) {
       throw std::invalid_argument(fmt::format("iteration {}: template '{}' not usable from '{}': {}", iter,
-                                              vr.template_name, templates_dir, e.what()));
+                                              vr.template_name,
+                                              proposal ? fmt::format("proposal {} in the DB", proposal->id) : templates_dir,
+                                              e.what()));
     }
   }();
   ExportVariant v;
@@ -148,6 +175,11 @@ ExportVariant export_variant(const Champion& c, const std::vector<std::string>& 
                   {"spill_bytes", vr.spill_bytes ? nlohmann::json(*vr.spill_bytes) : nlohmann::json(nullptr)},
                   {"cubin", cubin_origin},
                   {"source_matches_cubin", source_matches}};
+  if (proposal) {
+    v.provenance["proposal"] = proposal->id;
+    v.provenance["proposal_description"] = proposal->description;
+    v.provenance["proposal_parent"] = proposal->parent_template;
+  }
   return v;
 }
 
@@ -200,7 +232,8 @@ ExportPlan build_export_plan(ExperimentDb& db, const DbExportOptions& options) {
     scopes[static_cast<std::size_t>(it->second)].push_back(to_string(c.record.scope));
   }
   for (std::size_t i = 0; i < representative.size(); ++i) {
-    plan.variants.push_back(export_variant(*representative[i], scopes[i], options, templates_dir));
+    plan.variants.push_back(export_variant(*representative[i], scopes[i], options, templates_dir,
+                                           db.proposal_by_template(representative[i]->variant.template_name)));
     // The tuned score beside the held-out one (the latest check of this config, if any).
     const IterationRecord& it = representative[i]->iteration;
     auto& p = plan.variants.back().provenance;

@@ -22,7 +22,8 @@ struct DbExportOptions {
 /// Builds the plan:
 /// - default variant = the suite's overall champion; one more variant per family champion with a
 ///   different variant (deduplicated by variant id); named "<template>_i<iteration>".
-/// - each variant: template source and local headers from `templates_dir`, the cubin from its
+/// - each variant: template source and local headers from `templates_dir` (a template of the proposer
+///   hook, named in the `proposals` table, from its DB row instead: docs/proposer.md), the cubin from its
 ///   cubin_path (recompiled with NVRTC when that file is gone and the source still hashes to the
 ///   variant's content_hash), NVRTC options as gpu/compiler.hpp uses them less -arch, -I, -D and
 ///   --ptxas-options.

@@ -185,6 +185,14 @@ ResourceUsage parse_ptxas_resources(const std::string& log, const std::string& k
   return r;
 }
 
+std::string compile_error_line(const std::string& log) {
+  std::size_t pos = log.find("error");
+  if (pos == std::string::npos) pos = 0;
+  const std::size_t start = log.rfind('\n', pos) == std::string::npos ? 0 : log.rfind('\n', pos) + 1;
+  std::string line = log.substr(start, log.find('\n', pos) - start);
+  return line.size() > 200 ? line.substr(0, 200) + "..." : line;
+}
+
 std::vector<std::pair<std::string, std::string>> local_includes(const std::string& source_path) {
   std::set<std::string> seen{fs::weakly_canonical(source_path).string()};
   std::vector<std::pair<std::string, std::string>> out;

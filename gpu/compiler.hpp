@@ -59,6 +59,10 @@ std::string nvrtc_version_string();
 /// Parses ptxas -v output in an NVRTC log for entry function `kernel`.
 ResourceUsage parse_ptxas_resources(const std::string& log, const std::string& kernel);
 
+/// The line of an NVRTC log that first says "error" (the first line when none does), cut to 200 chars:
+/// the reason shown for a compile failure.
+std::string compile_error_line(const std::string& log);
+
 /// Files a source pulls in with `#include "name"` (recursively, resolved beside the including file),
 /// as (name as written, file text) pairs sorted by name; files that do not exist are skipped.
 std::vector<std::pair<std::string, std::string>> local_includes(const std::string& source_path);

@@ -15,13 +15,17 @@ namespace attn {
 /// hang: no answer before the deadline, the worker was killed. wrong_result: outputs outside the harness
 /// tolerances. worker_died: the worker exited or broke the protocol without saying why.
 /// interrupted: stopped by the user (SIGINT / stop) before it finished.
-enum class FailureKind { none, compile, device_limit, fault, hang, wrong_result, worker_died, interrupted };
+/// proposal: a proposer's template was refused before any GPU time (the proposer hung, crashed or wrote
+/// outside its directory; its files are missing, its space JSON does not load, or its kernel ABI is wrong;
+/// docs/proposer.md). A proposal that does not compile is `compile`.
+enum class FailureKind { none, compile, device_limit, fault, hang, wrong_result, worker_died, interrupted, proposal };
 
 /// The names, indexed by the enum's value.
 inline constexpr const char* kFailureKindNames[] = {"none",         "compile",     "device_limit", "fault",
-                                                    "hang",         "wrong_result", "worker_died", "interrupted"};
+                                                    "hang",         "wrong_result", "worker_died", "interrupted", "proposal"};
 
-/// "none", "compile", "device_limit", "fault", "hang", "wrong_result", "worker_died", "interrupted".
+/// "none", "compile", "device_limit", "fault", "hang", "wrong_result", "worker_died", "interrupted",
+/// "proposal".
 inline const char* to_string(FailureKind k) {
   const auto i = static_cast<std::size_t>(k);
   return i < std::size(kFailureKindNames) ? kFailureKindNames[i] : "unknown";
@@ -40,7 +44,7 @@ inline FailureKind parse_failure_kind(std::string_view s) {
   if (auto k = failure_kind_from_string(s)) return *k;
   throw std::invalid_argument("unknown failure kind '" + std::string(s) +
                               "' (expected none, compile, device_limit, fault, hang, wrong_result, "
-                              "worker_died or interrupted)");
+                              "worker_died, interrupted or proposal)");
 }
 
 }  // namespace attn

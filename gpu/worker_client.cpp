@@ -13,9 +13,10 @@
 #include <thread>
 
 #include <boost/process.hpp>
-#include <boost/process/extend.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+
+#include "gpu/process_group.hpp"
 
 namespace attn {
 namespace bp = boost::process;

@@ -39,6 +39,19 @@ std::string temp_dir(const std::string& prefix) {
   return dir.string();
 }
 
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  const std::filesystem::path p(path);
+  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary | std::ios::trunc) << text;
+}
+
 CommandOutput run_binary(const std::string& args, const std::string& env) {
   const std::string cmd = env + " '" + binary_path() + "' " + args + " 2>&1";
   CommandOutput out;
@@ -49,13 +62,6 @@ CommandOutput run_binary(const std::string& args, const std::string& env) {
   const int status = ::pclose(p);
   out.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return out;
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 }  // namespace attn::test

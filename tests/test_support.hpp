@@ -12,6 +12,18 @@ std::string binary_path();
 bool gpu_available();
 /// A fresh empty directory under the system temp dir, unique per call.
 std::string temp_dir(const std::string& prefix);
+/// The whole file ("" when it cannot be read).
+std::string read_text(const std::string& path);
+/// Replaces the file with `text`, creating its folders.
+void write_text(const std::string& path, const std::string& text);
+
+/// Exit code (-1: no normal exit) and stdout + stderr of a command.
+struct CommandOutput {
+  int code = -1;
+  std::string text;
+};
+/// Runs the built attn-tuner with `args` (shell words), `env` ("NAME=value ...") in front.
+CommandOutput run_binary(const std::string& args, const std::string& env = "");
 
 /// Exit code and combined stdout + stderr of a command.
 struct CommandOutput {

@@ -13,13 +13,14 @@ void MultiSearch::add(TemplateSpace space, std::unique_ptr<Strategy> strategy) {
   for (const auto& e : entries_)
     if (e.state.template_name() == space.name())
       throw std::invalid_argument(fmt::format("template {} is added twice", space.name()));
-  entries_.push_back(Entry{SearchState(std::move(space)), std::move(strategy)});
+  entries_.push_back(Entry{SearchState(std::move(space)), std::move(strategy), false});
 }
 
 std::optional<TemplateProposal> MultiSearch::next() {
   for (std::size_t k = 0; k < entries_.size(); ++k) {
     const std::size_t i = (turn_ + k) % entries_.size();
     auto& e = entries_[i];
+    if (e.retired) continue;
     if (auto p = e.strategy->next(e.state)) {
       turn_ = (i + 1) % entries_.size();
       return TemplateProposal{e.state.template_name(), std::move(*p)};
@@ -45,5 +46,8 @@ std::vector<std::string> MultiSearch::template_names() const {
   for (const auto& e : entries_) names.push_back(e.state.template_name());
   return names;
 }
+
+void MultiSearch::retire(const std::string& template_name) { entries_[find(template_name)].retired = true; }
+bool MultiSearch::retired(const std::string& template_name) const { return entries_[find(template_name)].retired; }
 
 }  // namespace attn

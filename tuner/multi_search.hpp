@@ -30,11 +30,16 @@ class MultiSearch {
   const SearchState& state(const std::string& template_name) const;
   /// Template names in the order they were added.
   std::vector<std::string> template_names() const;
+  /// next() proposes nothing more for this template (its state stays readable). Throws
+  /// std::invalid_argument for an unknown template.
+  void retire(const std::string& template_name);
+  bool retired(const std::string& template_name) const;
 
  private:
   struct Entry {
     SearchState state;
     std::unique_ptr<Strategy> strategy;
+    bool retired = false;
   };
   std::vector<Entry> entries_;
   std::size_t turn_ = 0;  // index of the template asked first by the next call

@@ -15,10 +15,11 @@ using nlohmann::json;
 TEST(FailureKind, NamesRoundTrip) {
   const FailureKind all[] = {FailureKind::none,         FailureKind::compile, FailureKind::device_limit,
                              FailureKind::fault,        FailureKind::hang,    FailureKind::wrong_result,
-                             FailureKind::worker_died, FailureKind::interrupted};
+                             FailureKind::worker_died, FailureKind::interrupted, FailureKind::proposal};
   for (auto k : all) EXPECT_EQ(parse_failure_kind(to_string(k)), k);
   EXPECT_STREQ(to_string(FailureKind::device_limit), "device_limit");
   EXPECT_STREQ(to_string(FailureKind::worker_died), "worker_died");
+  EXPECT_STREQ(to_string(FailureKind::proposal), "proposal");
   EXPECT_FALSE(failure_kind_from_string("Fault").has_value());
   EXPECT_THROW(parse_failure_kind("segfault"), std::invalid_argument);
 }

@@ -380,5 +380,22 @@ TEST(MultiSearch, RoundRobinsOverTemplatesUntilAllAreExhausted) {
   }
 }
 
+TEST(MultiSearch, ARetiredTemplateProposesNothingMore) {
+  MultiSearch multi;
+  multi.add(grid_space("line", 1, 5, "P0 > 0"), make_strategy("exhaustive", 1));
+  multi.add(grid_space("dot", 1, 3, "P0 > 0"), make_strategy("exhaustive", 1));
+  multi.retire("line");
+  EXPECT_TRUE(multi.retired("line"));
+  EXPECT_FALSE(multi.retired("dot"));
+  EXPECT_THROW(multi.retire("fa3"), std::invalid_argument);
+  std::int64_t iter = 0;
+  while (auto tp = multi.next()) {
+    EXPECT_EQ(tp->template_name, "dot");
+    multi.state(tp->template_name).record(tp->proposal.config, Outcome::success(++iter, 1.0));
+  }
+  EXPECT_EQ(iter, std::int64_t(multi.state("dot").valid_configs().size()));
+  EXPECT_EQ(multi.state("line").unseen_count(), multi.state("line").valid_configs().size());
+}
+
 }  // namespace
 }  // namespace attn

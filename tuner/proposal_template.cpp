@@ -1,0 +1,62 @@
+// Proposed templates from their DB rows back to files.
+#include "tuner/proposal_template.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace attn {
+namespace fs = std::filesystem;
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_text_file(const std::string& path, const std::string& text) {
+  const fs::path p(path);
+  if (p.has_parent_path()) fs::create_directories(p.parent_path());
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out << text;
+  if (!out) throw std::runtime_error("cannot write " + path);
+}
+
+std::string proposal_root_template(const std::string& name) {
+  static const std::regex suffix(R"(^(.+?)(_p[0-9]+)+$)");
+  std::smatch m;
+  return std::regex_match(name, m, suffix) ? m[1].str() : name;
+}
+
+std::string proposal_template_name(const std::string& parent, std::int64_t id) {
+  return fmt::format("{}_p{}", proposal_root_template(parent), id);
+}
+
+std::string write_proposal_template(const ProposalRecord& p, const std::string& dir) {
+  if (p.template_name.empty() || !p.source || !p.space_json)
+    throw std::invalid_argument(fmt::format("proposal {} has no stored template (status {})", p.id, to_string(p.status)));
+  const fs::path root(dir);
+  nlohmann::json headers;
+  try {
+    headers = nlohmann::json::parse(p.headers_json);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument(fmt::format("proposal {}: headers_json does not parse: {}", p.id, e.what()));
+  }
+  for (const auto& [name, text] : headers.items()) {
+    const fs::path rel = fs::path(name).lexically_normal();
+    if (rel.is_absolute() || rel.empty() || *rel.begin() == ".." || !text.is_string())
+      throw std::invalid_argument(fmt::format("proposal {}: stored header \"{}\" is not a relative path with text", p.id, name));
+    write_text_file((root / rel).string(), text.get<std::string>());
+  }
+  write_text_file((root / (p.template_name + ".cu")).string(), *p.source);
+  write_text_file((root / (p.template_name + ".json")).string(), *p.space_json);
+  return (root / (p.template_name + ".json")).string();
+}
+
+}  // namespace attn

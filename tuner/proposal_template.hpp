@@ -1,0 +1,29 @@
+// Templates written by the proposer hook (docs/proposer.md) live in the DB (`proposals`: source, space JSON,
+// headers), not in kernels_templates/: this writes one back out as a template folder, for the daemon (resume)
+// and the export.
+#pragma once
+#include <string>
+
+#include "db/records.hpp"
+
+namespace attn {
+
+/// The whole file at `path`. Throws std::runtime_error naming the path when it cannot be read.
+std::string read_text_file(const std::string& path);
+/// Replaces the file at `path` with `text`, creating its folders. Throws std::runtime_error naming the path.
+void write_text_file(const std::string& path, const std::string& text);
+
+/// The repository template a proposed template descends from: "fa2_mma_p3" -> "fa2_mma" (the "_p<id>"
+/// suffix the daemon gives proposals is dropped; other names are returned as they are).
+std::string proposal_root_template(const std::string& name);
+
+/// The template name of proposal `id` proposed from `parent`: "<root of parent>_p<id>".
+std::string proposal_template_name(const std::string& parent, std::int64_t id);
+
+/// Writes the template of accepted proposal `p` into `dir` (created when missing): <template>.cu,
+/// <template>.json and every stored header at its include path; files already there are replaced.
+/// Returns the path of the .json. Throws std::invalid_argument when `p` has no template name, source or
+/// space JSON, or a header path that is absolute or leaves `dir`; std::runtime_error on I/O errors.
+std::string write_proposal_template(const ProposalRecord& p, const std::string& dir);
+
+}  // namespace attn
