@@ -99,6 +99,21 @@ TEST(MutatePy, TheWrongResultEditsAHeaderCopyAndStillCompiles) {
   EXPECT_NE(read_file(m.dir + "/template/hopper_common.cuh").find("1.25f"), std::string::npos);
 }
 
+TEST(MutatePy, Fa3TmaEditsANestedHeaderAndPassesTheChecks) {
+  // The generation-2 template includes blocks/*.cuh, which include hopper_common.cuh by a root-relative
+  // name: the working directory must hold that tree, and a proposal that edits blocks/consumer.cuh must
+  // compile from it (the GPU run of the proposer mutates fa3_tma).
+  const Mutation m(templates(), "fa3_tma", 1);
+  ASSERT_TRUE(fs::exists(m.dir + "/work/blocks/consumer.cuh"));
+  ASSERT_TRUE(fs::exists(m.dir + "/work/hopper_common.cuh"));
+  ASSERT_EQ(m.mutate("--edit unroll"), 0);
+  const ProposalCheck c = m.check("fa3_tma_p1");
+  EXPECT_EQ(c.status, ProposalStatus::accepted) << c.reason;
+  EXPECT_NE(c.diff.find("#pragma unroll 2"), std::string::npos) << c.diff;
+  ASSERT_TRUE(c.compiled);
+  EXPECT_TRUE(c.compiled->ok);
+}
+
 TEST(MutatePy, NoApplicableEditMeansNoProposal) {
   // The daemon tests' template has no pragma, launch bounds, fast_exp2 or scale to edit.
   const Mutation m(test::data_dir() + "/fake_templates", "fake", 1);
