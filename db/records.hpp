@@ -145,6 +145,8 @@ struct HoldoutCheckRecord {
   std::string cases_json = "[]";   ///< the held-out case results (CaseResultRecord JSON list)
   std::string checked_at;
   bool operator==(const HoldoutCheckRecord&) const = default;
+};
+
 /// One row of `proposals`: one call of the proposer hook, what it wrote and what became of it.
 struct ProposalRecord {
   std::int64_t id = 0;
