@@ -234,6 +234,7 @@ class Loop {
                                            "marks it interrupted",
                                            summary_.run_id, summary_.stop_reason, e.what()));
     }
+    for (auto& slot : slots_) slot->state = "stopped";
     write_status(std::string("ended: ") + summary_.stop_reason);
     report_throughput();
     if (const auto best = db_.best(suite_label_)) summary_.best_ms = best->geomean_ms;
@@ -640,7 +641,7 @@ class Loop {
         ~Done() {
           --loop.busy_;
           slot.busy_ms += seconds_since(t0) * 1000;
-          if (slot.state.rfind("evaluating", 0) == 0) slot.state = "idle";
+          slot.state = "idle";
           loop.cv_.notify_all();
         }
       } done{*this, slot};
@@ -826,26 +827,37 @@ class Loop {
     it.global_ms = fam(Family::sliding_window_global);
     it.retrieval_ms = fam(Family::sliding_window_retrieval);
 
-    // One challenge at a time, on this GPU: the A/B/A re-timings and held-out checks of the champion and
-    // the challenger all come from the challenger's GPU. (Lock order: challenge_mu_, then mu_.)
+    // A plain discard (not faster than any champion on the first look) needs no GPU and no wait. Otherwise
+    // one challenge at a time, on this GPU: the A/B/A re-timings and held-out checks of the champion and the
+    // challenger all come from the challenger's GPU. (Lock order: challenge_mu_, then mu_.)
     std::unique_lock challenge_lock(challenge_mu_, std::defer_lock);
-    unlocked(mu_, [&] { challenge_lock.lock(); });
-    challenge_slot_ = &slot;
-    slot.state = fmt::format("challenge: iter {}", it.iter);
+    std::optional<ChallengeResult> plain = champions_.plain_discard(challenger);
+    if (!plain) {
+      unlocked(mu_, [&] { challenge_lock.lock(); });
+      plain = champions_.plain_discard(challenger);  // the champions may have changed meanwhile
+    }
     if (const auto& inc = champions_.overall()) it.delta_ms = challenger.measured.score_ms - inc->measured.score_ms;
-    if (holdout_) holdout_->begin_challenge();
-    const auto gate = [this](int scope, const Contender& ch, const Contender* inc) { return holdout_->gate(scope, ch, inc); };
-    ChallengeResult cr = champions_.challenge(challenger, [this](const Contender& c) { return retime(c); },
-                                              holdout_ ? PromotionGate(gate) : PromotionGate());
-    challenge_slot_ = nullptr;
+    ChallengeResult cr;
+    if (plain) {
+      cr = *plain;
+    } else {
+      challenge_slot_ = &slot;
+      slot.state = fmt::format("challenge: iter {}", it.iter);
+      if (holdout_) holdout_->begin_challenge();
+      const auto gate = [this](int scope, const Contender& ch, const Contender* inc) { return holdout_->gate(scope, ch, inc); };
+      cr = champions_.challenge(challenger, [this](const Contender& c) { return retime(c); },
+                                holdout_ ? PromotionGate(gate) : PromotionGate());
+      challenge_slot_ = nullptr;
+    }
     for (auto& p : cr.promotions) {  // which GPU the A/B/A re-timing ran on
       auto j = nlohmann::json::parse(p.aba_json);
       j["gpu_index"] = slot.gpu.index;
       if (!slot.gpu.uuid.empty()) j["gpu_uuid"] = slot.gpu.uuid;
       p.aba_json = j.dump();
     }
-    retime_ms_ += champions_.last_retime_ms();
-    *it.gpu_ms += champions_.last_retime_ms();
+    const double retimed_ms = plain ? 0.0 : champions_.last_retime_ms();
+    retime_ms_ += retimed_ms;
+    *it.gpu_ms += retimed_ms;
     it.status = cr.kept() ? IterationStatus::keep : IterationStatus::discard;
     it.description = fmt::format("{}; {}{}; {}", head, screen_note, cr.summary.empty() ? "not faster" : cr.summary,
                                  resources_text(cv));
