@@ -1,5 +1,6 @@
 #include "daemon/gpu_set.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <set>
@@ -27,7 +28,24 @@ std::vector<GpuSpec> parse_gpus(const std::string& text) {
     if (!uuids.empty()) available = int(uuids.size());
   }
   std::vector<GpuSpec> out;
-  if (text == "all") {
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (text == "all" && !pretend && visible && *visible) {  // the GPUs this process was given (Slurm, a container)
+    const std::string list = visible;
+    std::size_t start = 0;
+    for (int i = 0; start <= list.size(); ++i) {
+      const std::size_t end = std::min(list.find(',', start), list.size());
+      const std::string entry = list.substr(start, end - start);
+      start = end + 1;
+      if (entry.empty()) continue;
+      GpuSpec g;
+      g.index = i;
+      if (std::all_of(entry.begin(), entry.end(), [](char c) { return c >= '0' && c <= '9'; })) g.index = std::stoi(entry);
+      if (entry.rfind("GPU-", 0) == 0 || entry.rfind("MIG-", 0) == 0) g.uuid = entry;
+      g.visible = entry;
+      out.push_back(g);
+    }
+    if (out.empty()) throw bad("CUDA_VISIBLE_DEVICES names no GPU");
+  } else if (text == "all") {
     if (available <= 0) throw bad("NVML found no GPU (is the NVIDIA driver loaded?); name the GPUs by index");
     for (int i = 0; i < available; ++i) out.push_back({i, pretend ? "" : uuids[std::size_t(i)]});
   } else {
@@ -52,6 +70,7 @@ std::vector<GpuSpec> parse_gpus(const std::string& text) {
 }
 
 std::vector<std::pair<std::string, std::string>> worker_env_for(const GpuSpec& gpu) {
+  if (!gpu.visible.empty()) return {{"CUDA_VISIBLE_DEVICES", gpu.visible}};
   if (!gpu.uuid.empty()) return {{"CUDA_VISIBLE_DEVICES", gpu.uuid}};
   return {{"CUDA_DEVICE_ORDER", "PCI_BUS_ID"}, {"CUDA_VISIBLE_DEVICES", std::to_string(gpu.index)}};
 }
