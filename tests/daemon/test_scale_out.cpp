@@ -294,6 +294,20 @@ TEST(ScaleOut, AWorkerThatDiesOrHangsIsRestartedOnItsGpuAndTheOthersGoOn) {
   // Every worker group of the run was recorded for the next daemon's reaping.
   EXPECT_EQ(load_worker_records(f.db).size(), 2u);
 
+  // Under a scheduler (Slurm sets CUDA_VISIBLE_DEVICES), --gpus all is the daemon's own list: one worker per
+  // entry, given that entry.
+  DaemonFixture sched;
+  const Output s = run(sched.args("--iterations 4 --fidelity full --gpus all", "exhaustive", "fake_healthy"),
+                       "CUDA_VISIBLE_DEVICES=3,5 FAKE_WORKER_DELAY=0.1");
+  ASSERT_EQ(s.code, 0) << s.text;
+  for (const auto& it : sched.iterations()) EXPECT_TRUE(it.gpu_index == 3 || it.gpu_index == 5) << it.iter;
+  const auto sj = nlohmann::json::parse(test::read_text(status_file_for(sched.db))).at("gpus");
+  ASSERT_EQ(sj.size(), 2u);
+  EXPECT_EQ(sj[0].at("index"), 3);
+  EXPECT_EQ(sj[0].at("uuid"), "GPU-fake-3");
+  EXPECT_EQ(sj[1].at("index"), 5);
+  EXPECT_EQ(sj[1].at("uuid"), "GPU-fake-5");
+
   // Bad --gpus and --shard values are refused before anything runs.
   const Output twice = run(f.args("--gpus 0,0"));
   EXPECT_EQ(twice.code, 2);
