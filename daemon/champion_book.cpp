@@ -45,6 +45,29 @@ void ChampionBook::load(ExperimentDb& db, const std::string& suite,
   }
 }
 
+std::optional<ChallengeResult> ChampionBook::plain_discard(const Contender& challenger) const {
+  std::vector<std::string> notes;
+  for (int s = 0; s < kScopes; ++s) {
+    const double first_b = scope_score(challenger.measured, s);
+    if (first_b <= 0) continue;
+    if (!holders_[s]) return std::nullopt;  // a first holder
+    const Contender& inc = *holders_[s];
+    const double first_a = scope_score(inc.measured, s);
+    const bool retimable = !inc.cubin_path.empty() && !inc.kernel.empty();
+    if (first_a <= 0 || !retimable) {
+      if (first_a > 0 && first_b >= first_a) continue;
+      return std::nullopt;
+    }
+    const ChampionDecision pre =
+        prefilter_challenger({first_a, first_b, inc.measured.rel_spread, challenger.measured.rel_spread});
+    if (pre.verdict == ChampionVerdict::retime) return std::nullopt;
+    if (s == 0) notes.push_back(fmt::format("overall: {}", pre.reason));
+  }
+  ChallengeResult result;
+  for (std::size_t i = 0; i < notes.size(); ++i) result.summary += (i ? "; " : "") + notes[i];
+  return result;
+}
+
 ChallengeResult ChampionBook::challenge(const Contender& challenger, const RetimeFn& retime,
                                         const PromotionGate& gate) {
   ChallengeResult result;

@@ -81,6 +81,12 @@ class ChampionBook {
   /// `gate` (optional) is asked before each promotion; a refused one is not made (its note says why).
   ChallengeResult challenge(const Contender& challenger, const RetimeFn& retime, const PromotionGate& gate = {});
 
+  /// The outcome of challenge() when it needs neither a re-timing nor the gate: every scope's holder is
+  /// re-timable and the pre-filter says not_faster, or is not re-timable and scores at least as well. Then
+  /// the result (no promotion, challenge()'s summary) without changing anything; nullopt otherwise. With one
+  /// worker per GPU, such a plain discard does not wait for another GPU's challenge in progress.
+  std::optional<ChallengeResult> plain_discard(const Contender& challenger) const;
+
   /// Total wall time of the re-timings of the last challenge (ms).
   double last_retime_ms() const { return last_retime_ms_; }
 

@@ -72,6 +72,8 @@ void add_run_command(CLI::App& app) {
   auto detach = std::make_shared<bool>(false);
   auto worker_exe = std::make_shared<std::string>();
   auto proposer = std::make_shared<ProposerCli>();
+  auto gpus = std::make_shared<std::string>();
+  auto shard = std::make_shared<std::string>();
   cmd->add_option("--suite", o->suite, "built-in suite: smoke, local-dev, quick, full, broad")->capture_default_str();
   cmd->add_option("--manifest", o->manifest, "suite manifest JSON (harness format) instead of --suite");
   cmd->add_option("--root-seed", o->root_seed, "root seed of the quick/full/broad case seeds")->capture_default_str();
@@ -106,9 +108,19 @@ void add_run_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--no-holdout", *no_holdout, "promote champions without the held-out check");
   proposer->add(cmd, o->proposer);
+  cmd->add_option("--gpus", *gpus,
+                  "one worker per GPU: all (every GPU NVML sees) or indices such as 0,1 (default: one worker, GPU 0)");
+  cmd->add_option("--shard", *shard,
+                  "tune only shard i of N of every template's configs, e.g. 0/4 (Slurm job arrays; docs/scale-out.md)");
   cmd->add_option("--worker-exe", *worker_exe, "program to run as the GPU worker (tests); default: this binary")->group("");
   cmd->add_flag("--detach", *detach, "run in the background: pid file <db>.pid, log <db>.log");
-  cmd->callback([o, budget, iterations, detach, worker_exe, fidelity, no_holdout, proposer] {
+  cmd->callback([o, budget, iterations, detach, worker_exe, fidelity, no_holdout, proposer, gpus, shard] {
+    try {
+      if (!gpus->empty()) o->gpus = parse_gpus(*gpus);
+      if (!shard->empty()) o->shard = parse_shard(*shard);
+    } catch (const std::invalid_argument& e) {
+      throw CliError(e.what());
+    }
     try {
       o->fidelity = parse_fidelity_mode(*fidelity);
     } catch (const std::invalid_argument& e) {

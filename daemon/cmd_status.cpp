@@ -74,7 +74,9 @@ void print_status(const std::string& db_path, bool as_json) {
                         {"eta_s", eta_s ? nlohmann::json(*eta_s) : nlohmann::json()},
                         {"current", live_ok ? live.value("current", "") : ""},
                         {"stale_worker_killed", stale_killed}, {"stale_worker_alive", stale_alive},
-                        {"champion", champ_it ? nlohmann::json(*champ_it) : nlohmann::json()}};
+                        {"champion", champ_it ? nlohmann::json(*champ_it) : nlohmann::json()},
+                        {"shard", live_ok ? live.value("shard", nlohmann::json()) : nlohmann::json()},
+                        {"gpus", live_ok && live.contains("gpus") ? live["gpus"] : nlohmann::json::array()}};
     fmt::print("{}\n", j.dump(2));
     return;
   }
@@ -91,6 +93,16 @@ void print_status(const std::string& db_path, bool as_json) {
     fmt::print("configs: {} screened out ({:.0f}/hour), {} evaluated on the whole suite ({:.0f}/hour)\n",
                p.screened_out, elapsed > 0 ? p.screened_out / elapsed * 3600 : 0.0, p.full_evaluations,
                elapsed > 0 ? p.full_evaluations / elapsed * 3600 : 0.0);
+  if (live_ok && live.contains("gpus") && live["gpus"].size() > 1) {  // one worker per GPU (--gpus)
+    for (const auto& g : live["gpus"]) {
+      const std::string uuid = g.value("uuid", "");
+      fmt::print("GPU {}{}: {}, {} iterations ({:.0f} configs/hour), {} worker restart(s)\n", g.value("index", 0),
+                 uuid.empty() ? "" : " (" + uuid + ")", g.value("state", "?"), g.value("iterations", 0),
+                 g.value("rate_per_hour", 0.0), g.value("restarts", 0));
+    }
+  }
+  if (live_ok && live.value("shard", nlohmann::json()).is_string())
+    fmt::print("shard {} of the search space\n", live["shard"].get<std::string>());
   if (eta_s) fmt::print("ETA {:.0f} min (budget, iteration limit or search space, whichever ends first)\n", *eta_s / 60);
   if (champ_it)
     fmt::print("champion: iter {} {} ms ({} {}), window {} global {} retrieval {} ms\n", champ_it->iter,

@@ -25,5 +25,6 @@ void add_export_command(CLI::App& app);   // export: write a challenge submissio
 void add_report_command(CLI::App& app);   // report: the morning report (HTML + PNG) from the DB
 void add_space_command(CLI::App& app);    // tuner: valid configs and parameters of each template
 void add_replay_command(CLI::App& app);   // tuner: replay a strategy against a finished DB (no GPU)
+void add_db_command(CLI::App& app);       // db: merge DBs (Slurm shards), migrate a DB
 
 }  // namespace attn

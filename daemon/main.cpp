@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   attn::add_report_command(app);
   attn::add_space_command(app);
   attn::add_replay_command(app);
+  attn::add_db_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

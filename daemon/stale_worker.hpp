@@ -31,8 +31,14 @@ std::string worker_record_file_for(const std::string& db_path);
 WorkerRecord make_worker_record(pid_t worker_pid, const std::string& exe);
 /// Writes the record (temporary file + rename). Returns false when the file cannot be written.
 bool save_worker_record(const std::string& db_path, const WorkerRecord& record);
-/// The record, or nullopt when there is none or it is unreadable.
+/// The record, or nullopt when there is none or it is unreadable (the first one when there are several).
 std::optional<WorkerRecord> load_worker_record(const std::string& db_path);
+/// One worker per GPU (--gpus): every worker group of the daemon, as {"workers": [record, ...]} (temporary
+/// file + rename). Returns false when the file cannot be written.
+bool save_worker_records(const std::string& db_path, const std::vector<WorkerRecord>& records);
+/// Every recorded worker (a file of one record, as older daemons wrote it, gives one); unreadable or
+/// implausible ones (group id <= 1) are left out.
+std::vector<WorkerRecord> load_worker_records(const std::string& db_path);
 
 /// A recorded worker group that is still alive although its daemon is gone.
 struct StaleWorker {
@@ -48,12 +54,15 @@ struct StaleWorker {
 /// recorded program; when the leader is gone, the kernel does not reuse a group id that live processes
 /// still carry, so the members are the worker's children. Anything else is left alone.
 std::optional<StaleWorker> find_stale_worker(const std::string& db_path);
+/// find_stale_worker for every recorded worker group (one per GPU of a --gpus daemon).
+std::vector<StaleWorker> find_stale_workers(const std::string& db_path);
 
 /// SIGKILLs the stale group and waits up to `wait` for its members to be gone. True when none is left.
 bool kill_stale_worker(const StaleWorker& stale, std::chrono::milliseconds wait = std::chrono::seconds(5));
 
-/// find_stale_worker + kill_stale_worker, then forgets the record. Returns a one-line note for the log and
-/// `attn-tuner status` ("stale worker group 4242 ... found alive at start and killed"), or nullopt.
+/// find_stale_workers + kill_stale_worker for each, then forgets the records. Returns a one-line note for the
+/// log and `attn-tuner status` ("stale worker group 4242 ... found alive at start and killed"; several groups
+/// joined by "; "), or nullopt.
 std::optional<std::string> reap_stale_worker(const std::string& db_path);
 
 }  // namespace attn

@@ -36,6 +36,8 @@ SignalWatcher::SignalWatcher(StopRequest& request) : request_(request) {
       if (level >= 2) {
         const pid_t worker = request_.worker_pid.load();
         if (worker > 0) ::kill(-worker, SIGKILL);  // the worker leads its own process group
+        for (const auto& extra : request_.extra_worker_pids)
+          if (const pid_t w = extra.load(); w > 0) ::kill(-w, SIGKILL);
       }
     }
   });

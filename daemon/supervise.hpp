@@ -2,6 +2,7 @@
 #pragma once
 #include <sys/types.h>
 
+#include <array>
 #include <atomic>
 #include <optional>
 #include <string>
@@ -17,6 +18,9 @@ struct StopRequest {
   std::atomic<int> level{0};
   /// The worker process to kill on an abandon (0: none); the loop keeps it current.
   std::atomic<pid_t> worker_pid{0};
+  /// With one worker per GPU (--gpus), the workers of GPU slots 1.. (slot 0 is worker_pid); 0 = none.
+  static constexpr int kMaxExtraWorkers = 63;
+  std::array<std::atomic<pid_t>, kMaxExtraWorkers> extra_worker_pids{};
   bool stopping() const { return level.load() >= 1; }
   bool abandoning() const { return level.load() >= 2; }
 };

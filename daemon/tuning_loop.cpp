@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <deque>
+#include <exception>
 #include <filesystem>
 #include <future>
+#include <mutex>
 #include <thread>
 
 #include <fmt/format.h>
@@ -18,6 +21,7 @@
 #include "daemon/stale_worker.hpp"
 #include "daemon/storage_checks.hpp"
 #include "daemon/holdout.hpp"
+#include "daemon/gpu_set.hpp"
 #include "db/iters_tsv.hpp"
 #include "db/iters_tsv_writer.hpp"
 #include "db/store.hpp"
@@ -115,6 +119,33 @@ struct InFlight {
   std::future<CompiledVariant> compiled;
 };
 
+/// One GPU and its isolated worker (docs/scale-out.md). Every field but `worker`'s I/O is guarded by the
+/// loop's lock; only the thread that runs this slot talks to its worker, so no two configs are ever timed on
+/// one GPU at once.
+struct GpuSlot {
+  int slot = 0;                  // position in Loop::slots_ (0 runs on the daemon's main thread)
+  GpuSpec gpu;                   // index and UUID (the UUID from the worker's hello when NVML did not say)
+  std::unique_ptr<WorkerClient> worker;
+  HelloResponse hello;
+  bool ready = false;            // started, hello answered, the tuning cases prepared
+  std::int64_t cases_gen = -1;   // which generation of the tuning cases its worker holds (seed rotation)
+  std::string state = "starting";
+  std::int64_t iterations = 0, restarts = 0;
+  double busy_ms = 0;            // wall time spent evaluating
+  WorkerRecord record;           // its current worker (the <db>.worker file lists every slot's)
+};
+
+/// Runs `f` with `mu` unlocked (the caller holds it) and locks it again, also when `f` throws.
+template <class F>
+auto unlocked(std::mutex& mu, F&& f) {
+  mu.unlock();
+  struct Relock {
+    std::mutex& m;
+    ~Relock() { m.lock(); }
+  } relock{mu};
+  return f();
+}
+
 class Loop {
  public:
   Loop(const RunOptions& o, StopRequest& stop)
@@ -125,18 +156,15 @@ class Loop {
         templates_dir_(o.templates_dir.empty() ? default_templates_dir() : o.templates_dir),
         tsv_path_(tsv_path_of(o)),
         compiler_(CompilerOptions{o.cache_dir}),
-        pool_(compiler_, o.compile_jobs ? o.compile_jobs : std::max(1u, std::thread::hardware_concurrency())),
-        worker_(o.worker ? *o.worker : default_worker_command()) {
-    worker_.on_start([this](pid_t pid) {  // so that a later daemon can kill a worker that outlives this one
-      if (!save_worker_record(o_.db_path, make_worker_record(pid, worker_.command().exe)))
-        spdlog::warn("cannot write {}", worker_record_file_for(o_.db_path));
-    });
+        pool_(compiler_, o.compile_jobs ? o.compile_jobs : std::max(1u, std::thread::hardware_concurrency())) {
+    make_slots();
     cases_ = o.manifest.empty() ? builtin_suite(o.suite, o.root_seed) : suite_from_manifest_file(o.manifest);
     if (o.budget_s && *o.budget_s <= 0) throw std::invalid_argument("--budget must be positive");
     setup_seeds_and_fidelity();
     if (o.max_iterations && *o.max_iterations <= 0) throw std::invalid_argument("--iterations must be positive");
     for (const auto& name : resolve_templates(o, templates_dir_)) {
       TemplateSpace space = TemplateSpace::load_named(templates_dir_, name);
+      if (o.shard) space.restrict_to_shard(o.shard->index, o.shard->count);
       kernels_[name] = space.kernel();
       sources_[name] = space.source_path();
       search_.add(std::move(space), make_strategy(o.strategy, o.seed));
@@ -145,8 +173,10 @@ class Loop {
   }
 
   RunSummary run() {
+    std::unique_lock lock(mu_);  // the loop's lock: held except around worker I/O and compile waits
     resume();
-    start_worker();  // fails before the run is logged when there is no usable GPU
+    start_worker(*slots_[0]);  // fails before the run is logged when there is no usable GPU
+    const HelloResponse& hello_ = slots_[0]->hello;
     RunRecord rr;
     rr.suite = suite_label_;
     rr.suite_json = suite_to_manifest_json(cases_);
@@ -162,6 +192,16 @@ class Loop {
     say(fmt::format("run {} on {} ({} SMs): suite {} ({} cases), templates {}, strategy {}, db {}, tsv {}",
                     summary_.run_id, hello_.gpu_name, hello_.sm_count, suite_label_, cases_.size(),
                     fmt::join(rr.templates, ","), o_.strategy, o_.db_path, tsv_path_));
+    if (!o_.gpus.empty() || o_.shard) {
+      std::vector<std::string> gpus;
+      for (const auto& s : slots_) gpus.push_back(s->gpu.uuid.empty() ? std::to_string(s->gpu.index)
+                                                                       : fmt::format("{} ({})", s->gpu.index, s->gpu.uuid));
+      std::size_t total = 0;
+      for (const auto& n : search_.template_names()) total += search_.state(n).valid_configs().size();
+      say(fmt::format("{} worker(s), one per GPU: {}; {}", slots_.size(), fmt::join(gpus, ", "),
+                      o_.shard ? fmt::format("shard {} of the space: {} valid configs", o_.shard->text(), total)
+                               : std::string("the whole space")));
+    }
     say(fmt::format("fidelity {}{}; case seeds {}; held-out check {}", to_string(o_.fidelity),
                     screen_ ? fmt::format(" (screen: {}, {} samples, cut-off {:g}%)", screen_->describe(),
                                           o_.ladder.screen_max_samples, o_.ladder.cutoff * 100)
@@ -174,10 +214,12 @@ class Loop {
     RunStatus status = RunStatus::finished;
     write_status("starting");
     try {
-      loop();
+      loop(lock);
       if (stop_.stopping()) status = RunStatus::stopped;
-      if (holdout_ && !stop_.abandoning())  // before export: every champion confirmed on held-out seeds
+      if (holdout_ && !stop_.abandoning()) {  // before export: every champion confirmed on held-out seeds
+        challenge_slot_ = slots_[0].get();    // the main thread's GPU
         for (const auto& note : holdout_->confirm_champions(champions_)) say("held-out check: " + note);
+      }
     } catch (const std::exception& e) {
       status = RunStatus::failed;
       summary_.failed = true;
@@ -192,6 +234,7 @@ class Loop {
                                            "marks it interrupted",
                                            summary_.run_id, summary_.stop_reason, e.what()));
     }
+    for (auto& slot : slots_) slot->state = "stopped";
     write_status(std::string("ended: ") + summary_.stop_reason);
     report_throughput();
     if (const auto best = db_.best(suite_label_)) summary_.best_ms = best->geomean_ms;
@@ -207,9 +250,15 @@ class Loop {
   std::vector<CaseSpec> cases_;
   Compiler compiler_;
   CompilePool pool_;
-  WorkerClient worker_;
-  HelloResponse hello_;
-  bool worker_ready_ = false;
+  std::vector<std::unique_ptr<GpuSlot>> slots_;  // one per GPU; slot 0 runs on the main thread
+  std::mutex mu_;            // the loop's lock (every member; the DB is written by whoever holds it)
+  std::mutex challenge_mu_;  // one champion challenge at a time (A/B/A re-timings, held-out checks)
+  std::mutex records_mu_;    // the worker records (<db>.worker), written when a worker starts
+  std::condition_variable cv_;  // a slot finished an evaluation, or the loop ends
+  int busy_ = 0;                // slots evaluating now
+  std::exception_ptr failure_;  // what ended a slot's thread (rethrown by loop())
+  std::int64_t cases_gen_ = 0;  // generation of cases_ (seed rotation); slots re-prepare lazily
+  GpuSlot* challenge_slot_ = nullptr;  // the GPU of the challenge in progress (re-timing, held-out check)
   MultiSearch search_;
   std::map<std::string, std::string> kernels_, sources_;
   ChampionBook champions_;
@@ -230,6 +279,42 @@ class Loop {
   std::vector<CaseSpec> holdout_cases_;
   std::unique_ptr<HoldoutChecker> holdout_;
   std::int64_t screened_out_ = 0, full_evals_ = 0;  // this run
+
+  /// One slot per GPU of --gpus (each worker sees only its GPU: CUDA_VISIBLE_DEVICES), or the single worker
+  /// of a default run (GPU 0, the environment untouched). Each slot records its worker group in <db>.worker.
+  void make_slots() {
+    const WorkerCommand base = o_.worker ? *o_.worker : default_worker_command();
+    const std::vector<GpuSpec> gpus = o_.gpus.empty() ? std::vector<GpuSpec>{GpuSpec{}} : o_.gpus;
+    if (gpus.size() > std::size_t(StopRequest::kMaxExtraWorkers) + 1)
+      throw std::invalid_argument(fmt::format("--gpus: at most {} GPUs", StopRequest::kMaxExtraWorkers + 1));
+    for (std::size_t i = 0; i < gpus.size(); ++i) {
+      auto slot = std::make_unique<GpuSlot>();
+      slot->slot = int(i);
+      slot->gpu = gpus[i];
+      WorkerCommand cmd = base;
+      if (!o_.gpus.empty()) cmd.env = worker_env_for(gpus[i]);  // the worker's only device is ordinal 0
+      slot->worker = std::make_unique<WorkerClient>(std::move(cmd));
+      GpuSlot* raw = slot.get();
+      // Runs in the slot's thread without the loop's lock: so that a later daemon can kill a worker that
+      // outlives this one, and a second Ctrl-C kills every worker.
+      raw->worker->on_start([this, raw](pid_t pid) {
+        (raw->slot == 0 ? stop_.worker_pid : stop_.extra_worker_pids[std::size_t(raw->slot - 1)]) = pid;
+        std::lock_guard lock(records_mu_);
+        raw->record = make_worker_record(pid, raw->worker->command().exe);
+        bool ok = true;
+        if (slots_.size() == 1) {
+          ok = save_worker_record(o_.db_path, raw->record);
+        } else {
+          std::vector<WorkerRecord> all;
+          for (const auto& s : slots_)
+            if (s->record.pgid > 0) all.push_back(s->record);
+          ok = save_worker_records(o_.db_path, all);
+        }
+        if (!ok) spdlog::warn("cannot write {}", worker_record_file_for(o_.db_path));
+      });
+      slots_.push_back(std::move(slot));
+    }
+  }
 
   /// Checks the seed and fidelity options against the suite; sets up the screen and the held-out check.
   void setup_seeds_and_fidelity() {
@@ -257,15 +342,38 @@ class Loop {
 
   /// Prepares `cases` on the worker (started and ready), freeing the device memory of older seeds.
   /// False (and a fresh worker next time) when the worker could not.
-  bool prepare_suite(const std::vector<CaseSpec>& cases) {
-    start_worker();
-    const auto prep = worker_.prepare(cases, milliseconds(std::int64_t(o_.prepare_timeout_s * 1000)), true);
+  bool prepare_suite(GpuSlot& slot, const std::vector<CaseSpec>& cases) {
+    start_worker(slot);
+    slot.state = "preparing cases";
+    const auto timeout = milliseconds(std::int64_t(o_.prepare_timeout_s * 1000));
+    const auto prep = unlocked(mu_, [&] { return slot.worker->prepare(cases, timeout, true); });
     prepare_ms_ += prep.ms;
     if (prep.status.ok()) return true;
-    spdlog::warn("preparing {} cases failed: {} {}", cases.size(), prep.status.name(), prep.status.message);
-    worker_ready_ = false;
-    worker_.restart();
+    spdlog::warn("GPU {}: preparing {} cases failed: {} {}", slot.gpu.index, cases.size(), prep.status.name(),
+                 prep.status.message);
+    restart_worker(slot);
     return false;
+  }
+
+  /// The slot's worker started and holding the current tuning cases (after a seed rotation or a held-out
+  /// check it prepares them again).
+  void ensure_cases(GpuSlot& slot) {
+    start_worker(slot);
+    while (slot.cases_gen != cases_gen_) {
+      const std::vector<CaseSpec> cases = cases_;
+      const std::int64_t gen = cases_gen_;
+      if (prepare_suite(slot, cases))
+        slot.cases_gen = gen;
+      else
+        start_worker(slot);
+    }
+  }
+
+  /// Kills the slot's worker (it died, hung or faulted); the next use starts a fresh one on the same GPU.
+  void restart_worker(GpuSlot& slot) {
+    slot.ready = false;
+    slot.state = "restarting";
+    unlocked(mu_, [&] { slot.worker->restart(); });
   }
 
   /// --rotate-seeds: at each round boundary draw the suite's seeds from the round's root seed.
@@ -276,20 +384,25 @@ class Loop {
     round_ = round;
     root_seed_ = round_root_seed(o_.root_seed, summary_.run_id, round_, o_.holdout_seed);
     cases_ = builtin_suite(o_.suite, *root_seed_);
+    ++cases_gen_;  // every slot prepares the new cases before its next evaluation
     if (screen_) screen_ = plan_screen(cases_);
-    if (worker_ready_) prepare_suite(cases_);
     say(fmt::format("round {}: the suite's cases now come from root seed {}", round_, *root_seed_));
   }
 
-  /// A contender validated and timed on the held-out cases; the tuning cases are prepared again after.
+  /// A contender validated and timed on the held-out cases, on the GPU of the challenge in progress; the
+  /// tuning cases are prepared again after.
   HoldoutResult eval_holdout(const Contender& c) {
+    GpuSlot& slot = *challenge_slot_;
     HoldoutResult h;
     const auto t0 = Clock::now();
-    if (!prepare_suite(holdout_cases_)) {
+    slot.cases_gen = -1;  // its worker holds the held-out cases from now on
+    if (!prepare_suite(slot, holdout_cases_)) {
       h.failure = "the worker could not build the held-out cases";
       return h;
     }
-    const EvalResponse r = worker_.eval({c.cubin_path, c.kernel, o_.timing, true, true, {}}, eval_deadline());
+    const EvalRequest req{c.cubin_path, c.kernel, o_.timing, true, true, {}};
+    const auto deadline = eval_deadline();
+    const EvalResponse r = unlocked(mu_, [&] { return slot.worker->eval(req, deadline); });
     holdout_ms_ += r.wall_ms > 0 ? r.wall_ms : seconds_since(t0) * 1000;
     for (const auto& cr : r.cases) h.cases.push_back(to_record(cr));
     if (r.status.ok() && r.score_ms > 0) {
@@ -302,12 +415,10 @@ class Loop {
           h.failure = fmt::format("wrong result on {}: o max diff {:.3g}", cr.case_id, cr.o_max_abs_diff);
           break;
         }
-      if (!r.status.ok() && r.status.failure != FailureKind::wrong_result && r.status.failure != FailureKind::device_limit) {
-        worker_ready_ = false;
-        worker_.restart();
-      }
+      if (!r.status.ok() && r.status.failure != FailureKind::wrong_result && r.status.failure != FailureKind::device_limit)
+        restart_worker(slot);
     }
-    if (worker_ready_) prepare_suite(cases_);
+    if (slot.ready) ensure_cases(slot);
     return h;
   }
 
@@ -336,6 +447,8 @@ class Loop {
                         {"full_evaluations", full_evals_},
                         {"root_seed", root_seed_ ? nlohmann::json(*root_seed_) : nlohmann::json()},
                         {"holdout_seed", holdout_ ? nlohmann::json(holdout_->root_seed()) : nlohmann::json()},
+                        {"shard", o_.shard ? nlohmann::json(o_.shard->text()) : nlohmann::json()},
+                        {"gpus", gpus_status()},
                         {"updated_unix", std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()}};
     const std::string path = status_file_for(o_.db_path), tmp = path + ".tmp";
     if (FILE* f = std::fopen(tmp.c_str(), "w")) {
@@ -344,6 +457,23 @@ class Loop {
       std::fclose(f);
       std::rename(tmp.c_str(), path.c_str());
     }
+  }
+
+  /// Each GPU's state for `status`: index, UUID, worker pid, what it does, iterations finished on it, its
+  /// rate (configs/hour over the run's wall time), worker restarts, busy time.
+  nlohmann::json gpus_status() const {
+    nlohmann::json list = nlohmann::json::array();
+    const double hours = std::max(1e-9, seconds_since(started_)) / 3600;
+    for (const auto& s : slots_)
+      list.push_back({{"index", s->gpu.index},
+                      {"uuid", s->gpu.uuid},
+                      {"pid", s->worker->pid()},
+                      {"state", s->state},
+                      {"iterations", s->iterations},
+                      {"rate_per_hour", s->iterations / hours},
+                      {"restarts", s->restarts},
+                      {"busy_s", s->busy_ms / 1000}});
+    return list;
   }
 
   void say(const std::string& line) {
@@ -390,18 +520,30 @@ class Loop {
     if (known) say(fmt::format("history: {} config(s) already evaluated on {} are skipped", known, suite_label_));
   }
 
-  void start_worker() {
-    if (worker_ready_) return;
-    if (worker_.starts() > 0) worker_.restart();
-    hello_ = worker_.hello(milliseconds(60'000));
-    if (!hello_.status.ok()) throw std::runtime_error("the GPU worker did not start: " + hello_.status.message);
-    stop_.worker_pid = worker_.pid();
-    const auto prep = worker_.prepare(cases_, milliseconds(std::int64_t(o_.prepare_timeout_s * 1000)));
+  /// Starts (or restarts) the slot's worker on its GPU and prepares the tuning cases, unless it is ready.
+  void start_worker(GpuSlot& slot) {
+    if (slot.ready) return;
+    const std::string gpu = slots_.size() > 1 ? fmt::format(" of GPU {}", slot.gpu.index) : "";
+    if (slot.worker->starts() > 0) {
+      unlocked(mu_, [&] { slot.worker->restart(); });
+      ++slot.restarts;
+    }
+    slot.state = "starting";
+    const HelloResponse hello = unlocked(mu_, [&] { return slot.worker->hello(milliseconds(60'000)); });
+    if (!hello.status.ok()) throw std::runtime_error("the GPU worker" + gpu + " did not start: " + hello.status.message);
+    slot.hello = hello;
+    if (slot.gpu.uuid.empty()) slot.gpu.uuid = hello.uuid;
+    const std::vector<CaseSpec> cases = cases_;
+    const std::int64_t gen = cases_gen_;
+    const auto timeout = milliseconds(std::int64_t(o_.prepare_timeout_s * 1000));
+    const auto prep = unlocked(mu_, [&] { return slot.worker->prepare(cases, timeout); });
     if (!prep.status.ok())
-      throw std::runtime_error("the GPU worker could not build the suite's cases: " + prep.status.name() + ": " +
-                               prep.status.message);
+      throw std::runtime_error("the GPU worker" + gpu + " could not build the suite's cases: " + prep.status.name() +
+                               ": " + prep.status.message);
     prepare_ms_ += prep.ms;
-    worker_ready_ = true;
+    slot.cases_gen = gen;
+    slot.ready = true;
+    slot.state = "idle";
   }
 
   milliseconds eval_deadline() const {
@@ -412,10 +554,12 @@ class Loop {
   }
 
   std::optional<std::string> stop_reason() const {
+    if (!summary_.stop_reason.empty()) return summary_.stop_reason;  // another GPU's loop ended the run
+    if (failure_) return std::string("a GPU's loop failed");
     if (stop_.stopping()) return std::string("stopped on request");
     if (o_.budget_s && seconds_since(started_) >= *o_.budget_s)
       return fmt::format("budget of {:.0f} s used up", *o_.budget_s);
-    if (o_.max_iterations && summary_.iterations >= *o_.max_iterations)
+    if (o_.max_iterations && summary_.iterations + busy_ >= *o_.max_iterations)  // counting those in flight
       return fmt::format("iteration limit {} reached", *o_.max_iterations);
     return std::nullopt;
   }
@@ -431,31 +575,85 @@ class Loop {
     }
   }
 
-  void loop() {
+  /// Runs slot 0's loop on this thread and every other slot's on a thread of its own (which starts, and so
+  /// owns, that slot's worker); returns when all have ended. `lock` holds mu_.
+  void loop(std::unique_lock<std::mutex>& lock) {
+    std::vector<std::thread> threads;
+    for (std::size_t i = 1; i < slots_.size(); ++i)
+      threads.emplace_back([this, i] {
+        std::unique_lock slot_lock(mu_);
+        GpuSlot& slot = *slots_[i];
+        try {
+          gpu_loop(slot, slot_lock);
+        } catch (...) {
+          if (!failure_) failure_ = std::current_exception();
+        }
+        cv_.notify_all();
+        slot.state = "stopped";
+        slot.ready = false;
+        // Its worker dies with this thread (PR_SET_PDEATHSIG); end it cleanly first.
+        unlocked(mu_, [&] { slot.worker->restart(); });
+      });
+    try {
+      gpu_loop(*slots_[0], lock);
+    } catch (...) {
+      if (!failure_) failure_ = std::current_exception();
+    }
+    cv_.notify_all();
+    unlocked(mu_, [&] {
+      for (auto& t : threads) t.join();
+    });
+    if (failure_) std::rethrow_exception(failure_);
+  }
+
+  /// One GPU's share of the loop: take the next compiled proposal, evaluate it on this GPU, repeat. With
+  /// nothing to take while other GPUs still evaluate (their results may open new proposals), it waits.
+  void gpu_loop(GpuSlot& slot, std::unique_lock<std::mutex>& lock) {
     for (;;) {
       if (auto why = stop_reason()) {
-        summary_.stop_reason = *why;
+        if (summary_.stop_reason.empty() && !failure_) summary_.stop_reason = *why;
         return;
       }
       maybe_rotate();
       if (o_.proposer.due(summary_.iterations, summary_.iterations - champion_at_, proposed_at_)) propose();
       refill();
-      if (inflight_.empty() && o_.proposer.enabled() && !stop_reason() && propose()) continue;
+      if (inflight_.empty() && busy_ == 0 && o_.proposer.enabled() && !stop_reason() && propose()) continue;
       if (inflight_.empty()) {
+        if (busy_ > 0) {
+          slot.state = "idle";
+          cv_.wait(lock);
+          continue;
+        }
         std::size_t total = 0;
         for (const auto& n : search_.template_names()) total += search_.state(n).valid_configs().size();
-        summary_.stop_reason = fmt::format("search space exhausted: all {} valid configs evaluated", total);
+        if (summary_.stop_reason.empty())
+          summary_.stop_reason = fmt::format("search space exhausted: all {} valid configs evaluated", total);
+        cv_.notify_all();
         return;
       }
       InFlight job = std::move(inflight_.front());
       inflight_.pop_front();
-      evaluate(job);
+      ++busy_;
+      struct Done {  // also when evaluate throws
+        Loop& loop;
+        GpuSlot& slot;
+        Clock::time_point t0 = Clock::now();
+        ~Done() {
+          --loop.busy_;
+          slot.busy_ms += seconds_since(t0) * 1000;
+          slot.state = "idle";
+          loop.cv_.notify_all();
+        }
+      } done{*this, slot};
+      evaluate(job, slot);
     }
   }
 
   /// Logs one finished iteration: DB (one transaction), iters.tsv, search state, progress line.
-  void finish(IterationRecord& it, SearchState& st, const Config& cfg) {
+  void finish(IterationRecord& it, const Config& cfg, GpuSlot& slot) {
+    SearchState& st = search_.state(it.template_name);  // looked up now: a proposal may have added a template
     db_.finish_iteration(it);
+    ++slot.iterations;
     std::string tsv_note;
     if (tsv_.write(*db_.iteration(it.iter), tsv_note) != ItersTsvWriter::Outcome::appended) spdlog::warn("{}", tsv_note);
     st.record(cfg, outcome_of(it));
@@ -477,10 +675,19 @@ class Loop {
                     it.template_name, it.params, it.description));
   }
 
-  void evaluate(InFlight& job) {
+  /// The SM clock an iteration was timed at: the median of its cases' clocks (the hello's when none said).
+  static void note_sm_clock(IterationRecord& it, const EvalResponse& r) {
+    std::vector<unsigned> mhz;
+    for (const auto& c : r.cases)
+      if (c.timed && c.sm_clock_mhz) mhz.push_back(c.sm_clock_mhz);
+    if (mhz.empty()) return;
+    std::nth_element(mhz.begin(), mhz.begin() + std::ptrdiff_t(mhz.size() / 2), mhz.end());
+    it.sm_clock_mhz = mhz[mhz.size() / 2];
+  }
+
+  void evaluate(InFlight& job, GpuSlot& slot) {
     const std::string& tname = job.proposal.template_name;
     const Config& cfg = job.proposal.proposal.config;
-    SearchState& st = search_.state(tname);
     IterationRecord it;
     it.run_id = summary_.run_id;
     it.suite = suite_label_;
@@ -490,13 +697,15 @@ class Loop {
     it.root_seed = root_seed_;
     if (const auto p = proposal_of_.find(tname); p != proposal_of_.end()) it.proposal_id = p->second;
     if (db_.has_evaluated(tname, it.params_json, suite_label_)) {  // another daemon on this DB got there first
-      st.record(cfg, Outcome::failed(-1, "evaluated in an earlier run"));
+      search_.state(tname).record(cfg, Outcome::failed(-1, "evaluated in an earlier run"));
       return;
     }
     it.iter = db_.begin_iteration(it);
-    write_status(fmt::format("iter {}: {} {}", it.iter, tname, config_to_compact(cfg)));
+    slot.state = fmt::format("evaluating iter {}", it.iter);
+    write_status(slots_.size() > 1 ? fmt::format("iter {} on GPU {}: {} {}", it.iter, slot.gpu.index, tname, config_to_compact(cfg))
+                                   : fmt::format("iter {}: {} {}", it.iter, tname, config_to_compact(cfg)));
 
-    const CompiledVariant cv = job.compiled.get();
+    const CompiledVariant cv = unlocked(mu_, [&] { return job.compiled.get(); });
     if (!cv.cache_hit) compile_ms_ += cv.compile_ms;
     VariantRecord vr;
     vr.template_name = tname;
@@ -518,28 +727,34 @@ class Loop {
       it.status = IterationStatus::crash;
       it.failure_kind = FailureKind::compile;
       it.description = head + "; compile error: " + compile_error_line(cv.log);
-      return finish(it, st, cfg);
+      return finish(it, cfg, slot);
     }
     if (cv.cubin_path.empty()) {  // compiled, but the cubin could not be stored (full disk?): not the config's fault
       it.status = IterationStatus::interrupted;
       it.failure_kind = FailureKind::interrupted;
       it.description = head + "; interrupted: the compiled cubin could not be written to the cache";
-      finish(it, st, cfg);
+      finish(it, cfg, slot);
       const std::size_t why = cv.log.rfind("(cache write failed: ");
       throw std::runtime_error(fmt::format("cannot store compiled cubins in the cubin cache{}; the iteration is "
                                            "interrupted and will be tried again",
                                            why == std::string::npos ? "" : " " + cv.log.substr(why)));
     }
-    start_worker();
+    ensure_cases(slot);  // started, and holding the current cases (the request below is built without unlocking)
+    it.root_seed = root_seed_;
+    it.gpu_index = slot.gpu.index;
+    it.gpu_uuid = slot.gpu.uuid;
+    if (slot.hello.sm_clock_mhz) it.sm_clock_mhz = slot.hello.sm_clock_mhz;
+    slot.state = fmt::format("evaluating iter {}", it.iter);
     auto t0 = Clock::now();
     const milliseconds deadline = eval_deadline();
     std::string screen_note;
     EvalResponse r;
     it.gpu_ms = 0.0;
     if (screen_) {  // the ladder's first rung: the screen cases, few samples
-      r = worker_.eval({cv.cubin_path, kernels_.at(tname), screen_timing(o_.timing, o_.ladder), true, true,
-                        screen_->case_ids},
-                       deadline);
+      const EvalRequest req{cv.cubin_path, kernels_.at(tname), screen_timing(o_.timing, o_.ladder), true, true,
+                            screen_->case_ids};
+      r = unlocked(mu_, [&] { return slot.worker->eval(req, deadline); });
+      note_sm_clock(it, r);
       const double ms = r.wall_ms > 0 ? r.wall_ms : seconds_since(t0) * 1000;
       *it.gpu_ms += ms;
       screen_ms_ += ms;
@@ -554,7 +769,7 @@ class Loop {
           it.fidelity = Fidelity::screen;
           for (const auto& c : r.cases) it.cases.push_back(to_record(c));
           it.description = fmt::format("{}; {}: not evaluated in full; {}", head, what, resources_text(cv));
-          return finish(it, st, cfg);
+          return finish(it, cfg, slot);
         }
         screen_note = what + ": evaluated in full; ";
       }
@@ -563,7 +778,9 @@ class Loop {
     it.fidelity = screen_ && !it.screen_ms ? Fidelity::screen : Fidelity::full;
     if (it.fidelity == Fidelity::full) {
       t0 = Clock::now();
-      r = worker_.eval({cv.cubin_path, kernels_.at(tname), o_.timing, true, true}, deadline);
+      const EvalRequest req{cv.cubin_path, kernels_.at(tname), o_.timing, true, true};
+      r = unlocked(mu_, [&] { return slot.worker->eval(req, deadline); });
+      note_sm_clock(it, r);
       const double ms = r.wall_ms > 0 ? r.wall_ms : seconds_since(t0) * 1000;
       *it.gpu_ms += ms;
       eval_ms_ += ms;
@@ -575,8 +792,8 @@ class Loop {
       it.failure_kind = FailureKind::interrupted;
       it.description = head + "; interrupted: stop requested twice, evaluation abandoned";
       it.cases.clear();
-      worker_ready_ = false;
-      return finish(it, st, cfg);
+      slot.ready = false;
+      return finish(it, cfg, slot);
     }
     if (!r.status.ok()) {
       it.status = IterationStatus::crash;
@@ -595,10 +812,9 @@ class Loop {
       it.description = fmt::format("{}; {}{}: {}; {}", head, screen_note, r.status.name(), what, resources_text(cv));
       if (r.status.failure == FailureKind::fault || r.status.failure == FailureKind::hang ||
           r.status.failure == FailureKind::worker_died || r.status.rejected) {
-        worker_ready_ = false;  // a fresh worker for the next iteration
-        worker_.restart();
+        restart_worker(slot);  // a fresh worker on this GPU for its next iteration; the other GPUs go on
       }
-      return finish(it, st, cfg);
+      return finish(it, cfg, slot);
     }
 
     Contender challenger{it.iter, tname, cfg, cv.cubin_path, kernels_.at(tname), to_measured(r)};
@@ -610,18 +826,42 @@ class Loop {
     it.window_ms = fam(Family::sliding_window);
     it.global_ms = fam(Family::sliding_window_global);
     it.retrieval_ms = fam(Family::sliding_window_retrieval);
-    if (const auto& inc = champions_.overall()) it.delta_ms = challenger.measured.score_ms - inc->measured.score_ms;
 
-    if (holdout_) holdout_->begin_challenge();
-    const auto gate = [this](int scope, const Contender& ch, const Contender* inc) { return holdout_->gate(scope, ch, inc); };
-    const ChallengeResult cr = champions_.challenge(challenger, [this](const Contender& c) { return retime(c); },
-                                                    holdout_ ? PromotionGate(gate) : PromotionGate());
-    retime_ms_ += champions_.last_retime_ms();
-    *it.gpu_ms += champions_.last_retime_ms();
+    // A plain discard (not faster than any champion on the first look) needs no GPU and no wait. Otherwise
+    // one challenge at a time, on this GPU: the A/B/A re-timings and held-out checks of the champion and the
+    // challenger all come from the challenger's GPU. (Lock order: challenge_mu_, then mu_.)
+    std::unique_lock challenge_lock(challenge_mu_, std::defer_lock);
+    std::optional<ChallengeResult> plain = champions_.plain_discard(challenger);
+    if (!plain) {
+      unlocked(mu_, [&] { challenge_lock.lock(); });
+      plain = champions_.plain_discard(challenger);  // the champions may have changed meanwhile
+    }
+    if (const auto& inc = champions_.overall()) it.delta_ms = challenger.measured.score_ms - inc->measured.score_ms;
+    ChallengeResult cr;
+    if (plain) {
+      cr = *plain;
+    } else {
+      challenge_slot_ = &slot;
+      slot.state = fmt::format("challenge: iter {}", it.iter);
+      if (holdout_) holdout_->begin_challenge();
+      const auto gate = [this](int scope, const Contender& ch, const Contender* inc) { return holdout_->gate(scope, ch, inc); };
+      cr = champions_.challenge(challenger, [this](const Contender& c) { return retime(c); },
+                                holdout_ ? PromotionGate(gate) : PromotionGate());
+      challenge_slot_ = nullptr;
+    }
+    for (auto& p : cr.promotions) {  // which GPU the A/B/A re-timing ran on
+      auto j = nlohmann::json::parse(p.aba_json);
+      j["gpu_index"] = slot.gpu.index;
+      if (!slot.gpu.uuid.empty()) j["gpu_uuid"] = slot.gpu.uuid;
+      p.aba_json = j.dump();
+    }
+    const double retimed_ms = plain ? 0.0 : champions_.last_retime_ms();
+    retime_ms_ += retimed_ms;
+    *it.gpu_ms += retimed_ms;
     it.status = cr.kept() ? IterationStatus::keep : IterationStatus::discard;
     it.description = fmt::format("{}; {}{}; {}", head, screen_note, cr.summary.empty() ? "not faster" : cr.summary,
                                  resources_text(cv));
-    finish(it, st, cfg);
+    finish(it, cfg, slot);
     for (const auto& p : cr.promotions) {
       db_.set_champion({suite_label_, p.scope, it.iter, p.score_ms, ""}, p.aba_json);
       if (p.scope == ChampionScope::overall) champion_eval_ms_ = r.wall_ms;
@@ -643,6 +883,7 @@ class Loop {
   /// A template joins the search (a proposal's, accepted now or in an earlier run).
   void add_template(TemplateSpace space, std::int64_t proposal_id) {
     const std::string name = space.name();
+    if (o_.shard) space.restrict_to_shard(o_.shard->index, o_.shard->count);
     kernels_[name] = space.kernel();
     sources_[name] = space.source_path();
     proposal_of_[name] = proposal_id;
@@ -689,13 +930,13 @@ class Loop {
 
   /// A/B/A re-timing of a validated variant: timing only.
   std::optional<Measured> retime(const Contender& c) {
-    start_worker();
-    const EvalResponse r = worker_.eval({c.cubin_path, c.kernel, o_.timing, false, true}, eval_deadline());
+    GpuSlot& slot = *challenge_slot_;
+    ensure_cases(slot);
+    const EvalRequest req{c.cubin_path, c.kernel, o_.timing, false, true};
+    const auto deadline = eval_deadline();
+    const EvalResponse r = unlocked(mu_, [&] { return slot.worker->eval(req, deadline); });
     if (!r.status.ok() || !(r.score_ms > 0)) {
-      if (!r.status.ok() && !r.status.rejected && r.status.failure != FailureKind::device_limit) {
-        worker_ready_ = false;
-        worker_.restart();
-      }
+      if (!r.status.ok() && !r.status.rejected && r.status.failure != FailureKind::device_limit) restart_worker(slot);
       spdlog::warn("re-timing iter {} failed: {} {}", c.iter, r.status.name(), r.status.message);
       return std::nullopt;
     }

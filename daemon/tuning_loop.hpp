@@ -7,12 +7,14 @@
 #include <string>
 #include <vector>
 
+#include "daemon/gpu_set.hpp"
 #include "daemon/seed_rounds.hpp"
 #include "daemon/proposal_round.hpp"
 #include "daemon/supervise.hpp"
 #include "gpu/timing.hpp"
 #include "gpu/worker_client.hpp"
 #include "tuner/fidelity.hpp"
+#include "tuner/shard.hpp"
 
 namespace attn {
 
@@ -51,6 +53,12 @@ struct RunOptions {
   bool holdout = true;
   std::int64_t holdout_seed = kDefaultHoldoutSeed;
   ProposerOptions proposer;             ///< the proposer hook (docs/proposer.md); off when no command
+  /// One worker per GPU (docs/scale-out.md): each sees only its GPU (CUDA_VISIBLE_DEVICES), takes the next
+  /// compiled proposal whenever it is idle, and runs the A/B/A re-timings and held-out checks of its own
+  /// challengers. Empty = one worker on GPU 0 with the daemon's environment (the default).
+  std::vector<GpuSpec> gpus;
+  /// Only this shard of every template's valid configs (tuner/shard.hpp; Slurm job arrays). None = all.
+  std::optional<Shard> shard;
 };
 
 /// How a run ended.

@@ -171,7 +171,10 @@ void to_json(nlohmann::json& j, const IterationRecord& it) {
        {"fidelity", to_string(it.fidelity)},
        {"screen_ms", opt(it.screen_ms)},
        {"root_seed", opt(it.root_seed)},
-       {"proposal_id", opt(it.proposal_id)}};
+       {"proposal_id", opt(it.proposal_id)},
+       {"gpu_index", opt(it.gpu_index)},
+       {"gpu_uuid", opt_text(it.gpu_uuid)},
+       {"sm_clock_mhz", opt(it.sm_clock_mhz)}};
   if (!it.cases.empty()) j["cases"] = it.cases;
 }
 

@@ -126,6 +126,12 @@ struct IterationRecord {
   std::optional<std::int64_t> root_seed;
   std::vector<CaseResultRecord> cases;     ///< filled by ExperimentDb::iteration(), empty in lists
   std::optional<std::int64_t> proposal_id;  ///< the proposal whose template this is (none: a repo template)
+  /// The GPU it was timed on (schema 4, docs/scale-out.md): the daemon's GPU index (nvidia-smi / NVML
+  /// order), the GPU's UUID ("GPU-...", "" when unknown) and its SM clock in MHz while timing. None for
+  /// rows from before schema 4 and for iterations that never reached a GPU (compile errors).
+  std::optional<std::int64_t> gpu_index;
+  std::string gpu_uuid;
+  std::optional<std::int64_t> sm_clock_mhz;
   bool operator==(const IterationRecord&) const = default;
 };
 
@@ -145,6 +151,8 @@ struct HoldoutCheckRecord {
   std::string cases_json = "[]";   ///< the held-out case results (CaseResultRecord JSON list)
   std::string checked_at;
   bool operator==(const HoldoutCheckRecord&) const = default;
+};
+
 /// One row of `proposals`: one call of the proposer hook, what it wrote and what became of it.
 struct ProposalRecord {
   std::int64_t id = 0;

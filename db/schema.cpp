@@ -82,10 +82,10 @@ CREATE TABLE proposals (
 CREATE INDEX proposals_by_run ON proposals (run_id);
 )sql";
 
-// The columns of `iterations` (after "CREATE TABLE <name>"), shared by the fresh DDL and the v1 -> v2
-// v2 -> v3 rebuild. Version 2 added fidelity, screen_ms and root_seed; version 3 the failure kind
-// 'proposal' and proposal_id.
-constexpr const char* kIterationsColumnsSql = R"sql( (
+// The columns of `iterations` (after "CREATE TABLE <name>"): those of version 3 (shared by the fresh DDL and
+// the v2 -> v3 rebuild) and the ones version 4 appends. Version 2 added fidelity, screen_ms and root_seed;
+// version 3 the failure kind 'proposal' and proposal_id; version 4 gpu_index, gpu_uuid and sm_clock_mhz.
+constexpr const char* kIterationsColumnsV3Sql = R"sql( (
   id            INTEGER PRIMARY KEY AUTOINCREMENT,
   run_id        INTEGER NOT NULL REFERENCES runs (id),
   variant_id    INTEGER REFERENCES variants (id),
@@ -111,7 +111,27 @@ constexpr const char* kIterationsColumnsSql = R"sql( (
   fidelity      TEXT NOT NULL DEFAULT 'full' CHECK (fidelity IN ('screen','full')),
   screen_ms     REAL,
   root_seed     INTEGER,
-  proposal_id   INTEGER REFERENCES proposals (id)
+  proposal_id   INTEGER REFERENCES proposals (id))sql";
+
+// Version 4: the GPU an iteration was timed on (one worker per GPU, docs/scale-out.md). Appended by the
+// 3 -> 4 migration with ALTER TABLE, so a migrated file has the column order of a fresh one.
+constexpr const char* kIterationsV4Columns[] = {"gpu_index INTEGER", "gpu_uuid TEXT", "sm_clock_mhz INTEGER"};
+
+std::string iterations_columns_sql() {
+  std::string sql = kIterationsColumnsV3Sql;
+  for (const char* c : kIterationsV4Columns) sql += std::string(",\n  ") + c;
+  return sql + "\n);\n";
+}
+
+// Since version 4: where a merged iteration came from (`attn-tuner db merge`, db/merge.hpp).
+constexpr const char* kIterationSourcesSql = R"sql(
+CREATE TABLE iteration_sources (
+  iteration_id         INTEGER PRIMARY KEY REFERENCES iterations (id),
+  source_db            TEXT NOT NULL,
+  source_run_id        INTEGER NOT NULL,
+  source_iteration_id  INTEGER NOT NULL,
+  host                 TEXT NOT NULL DEFAULT '',
+  merged_at            TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))
 );
 )sql";
 
@@ -197,7 +217,8 @@ ALTER TABLE iterations ADD COLUMN root_seed INTEGER;
 const std::vector<std::string> kVersion1Tables = {"runs",      "variants",        "iterations",
                                                   "case_results", "champions", "champion_history"};
 const std::vector<std::string> kRequiredTables = {"runs",      "variants",         "iterations",     "case_results",
-                                                  "champions", "champion_history", "holdout_checks", "proposals"};
+                                                  "champions", "champion_history", "holdout_checks", "proposals",
+                                                  "iteration_sources"};
 
 std::vector<std::string> table_names(sqlite::Connection& conn) {
   auto st = conn.prepare(
@@ -230,7 +251,7 @@ void migrate_2_to_3(sqlite::Connection& conn) {
       "window_ms, global_ms, retrieval_ms, description, started_at, finished_at, gpu_ms, compile_ms, fidelity, "
       "screen_ms, root_seed";
   conn.exec(kProposalsSql);
-  conn.exec(std::string("CREATE TABLE iterations_v3") + kIterationsColumnsSql);
+  conn.exec(std::string("CREATE TABLE iterations_v3") + kIterationsColumnsV3Sql + "\n);");
   conn.exec(fmt::format("INSERT INTO iterations_v3 ({0}) SELECT {0} FROM iterations ORDER BY id", kV2Columns));
   // AUTOINCREMENT: an iter number is never reused, so the new table continues from the old counter.
   std::optional<std::int64_t> seq;
@@ -245,6 +266,13 @@ void migrate_2_to_3(sqlite::Connection& conn) {
     conn.prepare("DELETE FROM sqlite_sequence WHERE name = 'iterations'").run();
     conn.prepare("INSERT INTO sqlite_sequence (name, seq) VALUES ('iterations', ?)").bind(1, *seq).run();
   }
+}
+
+/// Version 3 -> 4 (scale-out): iterations gain gpu_index, gpu_uuid and sm_clock_mhz (NULL for every existing
+/// row), and the iteration_sources table (empty) holds the provenance of merged iterations.
+void migrate_3_to_4(sqlite::Connection& conn) {
+  for (const char* c : kIterationsV4Columns) conn.exec(std::string("ALTER TABLE iterations ADD COLUMN ") + c);
+  conn.exec(kIterationSourcesSql);
 }
 
 /// Turns foreign-key enforcement off for a table rebuild and back on afterwards (the pragma is a no-op
@@ -280,13 +308,15 @@ const std::vector<Migration>& builtin_migrations() {
          conn.exec(kHoldoutChecksSql);
        }},
       {2, migrate_2_to_3, true},
+      {3, migrate_3_to_4},
   };
   return chain;
 }
 
 const char* schema_sql() {
   static const std::string sql = std::string(kHeadSql) + kProposalsSql + "CREATE TABLE iterations" +
-                                 kIterationsColumnsSql + kIterationsIndexSql + kTailSql + kHoldoutChecksSql;
+                                 iterations_columns_sql() + kIterationsIndexSql + kTailSql + kHoldoutChecksSql +
+                                 kIterationSourcesSql;
   return sql.c_str();
 }
 

@@ -10,7 +10,7 @@
 namespace attn::db {
 
 /// The schema this build writes. Stored as MAX(version) of the `schema_version` table.
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 
 /// One step of the migration chain: brings a file from `from_version` to `from_version + 1`. Runs
 /// inside the transaction that also records the new version (all or nothing).
@@ -25,7 +25,8 @@ struct Migration {
 /// The built-in chain: 1 -> 2 adds iterations.fidelity / screen_ms / root_seed and the holdout_checks
 /// table (docs/db-schema.md);
 /// 2 -> 3 adds the `proposals` table, iterations.proposal_id and the failure kind 'proposal' (a rebuild
-/// of `iterations`).
+/// of `iterations`); 3 -> 4 appends iterations.gpu_index / gpu_uuid / sm_clock_mhz and adds the
+/// `iteration_sources` table (provenance of merged iterations, db/merge.hpp).
 const std::vector<Migration>& builtin_migrations();
 
 /// The full DDL of kSchemaVersion (tables, indexes), without the schema_version row.

@@ -122,7 +122,7 @@ void ExperimentDb::finish_iteration(const IterationRecord& it) {
       "UPDATE iterations SET variant_id = COALESCE(?, variant_id), status = ?, failure_kind = ?, "
       "geomean_ms = ?, delta_ms = ?, window_ms = ?, global_ms = ?, retrieval_ms = ?, description = ?, "
       "gpu_ms = ?, compile_ms = ?, fidelity = ?, screen_ms = ?, root_seed = COALESCE(?, root_seed), "
-      "finished_at = {} WHERE id = ?",
+      "gpu_index = ?, gpu_uuid = ?, sm_clock_mhz = ?, finished_at = {} WHERE id = ?",
       kNowSql));
   up.bind(1, it.variant_id)
       .bind(2, to_string(it.status))
@@ -138,7 +138,10 @@ void ExperimentDb::finish_iteration(const IterationRecord& it) {
       .bind(12, to_string(it.fidelity))
       .bind(13, it.screen_ms)
       .bind(14, it.root_seed)
-      .bind(15, it.iter);
+      .bind(15, it.gpu_index)
+      .bind(16, it.gpu_uuid.empty() ? std::optional<std::string>() : std::optional<std::string>(it.gpu_uuid))
+      .bind(17, it.sm_clock_mhz)
+      .bind(18, it.iter);
   up.run();
 
   auto ins = conn_.prepare(

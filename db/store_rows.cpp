@@ -66,6 +66,9 @@ IterationRecord read_iteration(const sqlite::Statement& st) {
   it.screen_ms = st.column_opt_double(20);
   it.root_seed = st.column_opt_int64(21);
   it.proposal_id = st.column_opt_int64(22);
+  it.gpu_index = st.column_opt_int64(23);
+  it.gpu_uuid = st.column_opt_text(24).value_or("");
+  it.sm_clock_mhz = st.column_opt_int64(25);
   return it;
 }
 

@@ -14,7 +14,7 @@ inline constexpr const char* kVariantColumns =
 inline constexpr const char* kIterationColumns =
     "id, run_id, variant_id, suite, template, params_json, params, status, failure_kind, geomean_ms, "
     "delta_ms, window_ms, global_ms, retrieval_ms, description, started_at, finished_at, gpu_ms, compile_ms, "
-    "fidelity, screen_ms, root_seed, proposal_id";
+    "fidelity, screen_ms, root_seed, proposal_id, gpu_index, gpu_uuid, sm_clock_mhz";
 inline constexpr const char* kCaseColumns =
     "case_id, family, median_ms, spread, samples, sm_clock_mhz, o_max_abs_diff, lse_max_abs_diff, passed";
 inline constexpr const char* kChampionColumns = "suite, scope, iteration_id, score_ms, promoted_at";

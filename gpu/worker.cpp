@@ -97,6 +97,7 @@ json Worker::hello() {
   m.l2_bytes = d.l2_bytes;
   m.max_smem_per_block_optin = d.max_smem_per_block_optin;
   m.sm_clock_mhz = sm_clock_mhz(d.pci_bus_id);
+  m.uuid = gpu_uuid(d.pci_bus_id);
   m.nvrtc_version = nvrtc_version_string();
   m.pid = int(::getpid());
   m.status.message = "ok";

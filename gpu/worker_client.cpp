@@ -88,8 +88,10 @@ pid_t WorkerClient::pid() const { return alive() ? proc_->pid : 0; }
 ReplyStatus WorkerClient::start() {
   auto p = std::make_unique<Proc>();
   try {
+    bp::environment env = boost::this_process::environment();
+    for (const auto& [name, value] : command_.env) env[name] = value;
     bp::child child(bp::exe = command_.exe, bp::args = command_.args, bp::std_in < p->in,
-                    bp::std_out > p->out, WorkerChildSetup{});
+                    bp::std_out > p->out, bp::env = env, WorkerChildSetup{});
     p->pid = child.id();
     child.detach();  // this class waits for and kills the pid itself (reap / kill_group)
   } catch (const std::exception& e) {

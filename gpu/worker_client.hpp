@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -22,6 +23,9 @@ namespace attn {
 struct WorkerCommand {
   std::string exe;
   std::vector<std::string> args;
+  /// Environment variables set for the worker on top of the daemon's own (e.g. CUDA_VISIBLE_DEVICES of
+  /// its GPU, one worker per GPU); empty = the daemon's environment as it is.
+  std::vector<std::pair<std::string, std::string>> env;
 };
 
 /// This executable (/proc/self/exe) with `worker --device N`, plus `extra` arguments.

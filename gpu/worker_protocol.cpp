@@ -106,6 +106,7 @@ json to_json(const HelloResponse& m) {
             {"sm_clock_mhz", m.sm_clock_mhz},
             {"nvrtc_version", m.nvrtc_version},
             {"pid", m.pid}};
+  if (!m.uuid.empty()) j["uuid"] = m.uuid;
   put_status(j, m.status);
   return j;
 }
@@ -125,6 +126,7 @@ HelloResponse hello_response_from_json(const json& j) {
   m.sm_clock_mhz = get<unsigned>(j, "sm_clock_mhz");
   m.nvrtc_version = get<std::string>(j, "nvrtc_version");
   m.pid = get<int>(j, "pid");
+  m.uuid = get_or<std::string>(j, "uuid", "");
   return m;
 }
 

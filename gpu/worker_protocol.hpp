@@ -45,6 +45,7 @@ struct HelloResponse {
   unsigned sm_clock_mhz = 0;
   std::string nvrtc_version;
   int pid = 0;
+  std::string uuid;  ///< "GPU-..." from NVML; optional in JSON ("" when unknown)
   bool operator==(const HelloResponse&) const = default;
 };
 nlohmann::json to_json(const HelloResponse& m);

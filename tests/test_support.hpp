@@ -25,15 +25,4 @@ struct CommandOutput {
 /// Runs the built attn-tuner with `args` (shell words), `env` ("NAME=value ...") in front.
 CommandOutput run_binary(const std::string& args, const std::string& env = "");
 
-/// Exit code and combined stdout + stderr of a command.
-struct CommandOutput {
-  int code = -1;  ///< -1 when it did not exit normally
-  std::string text;
-};
-/// Runs the built attn-tuner with `args` (shell words, quote paths yourself), after the environment
-/// assignments `env` ("NAME=value ..."), through the shell.
-CommandOutput run_binary(const std::string& args, const std::string& env = "");
-/// The whole file ("" when it cannot be read).
-std::string read_text(const std::string& path);
-
 }  // namespace attn::test

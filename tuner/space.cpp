@@ -1,6 +1,8 @@
 // TemplateSpace: loading kernels_templates/<name>.json, muparser constraints, check and enumerate.
 #include "tuner/space.hpp"
 
+#include "tuner/shard.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -231,6 +233,7 @@ std::optional<std::string> TemplateSpace::check(const Config& c) const {
     if (std::find(p.values.begin(), p.values.end(), it->second) == p.values.end())
       return fmt::format("{}={} is not one of its values [{}]", p.name, it->second, fmt::join(p.values, ", "));
   }
+  if (!in_shard(c)) return fmt::format("outside shard {}/{}", shard_index_, shard_count_);
   if (!compiled_) return std::nullopt;
   std::lock_guard lock(compiled_->mu);
   for (std::size_t i = 0; i < parameters_.size(); ++i)
@@ -276,14 +279,30 @@ void TemplateSpace::walk_valid(const std::function<void(const std::vector<std::s
 
 std::vector<Config> TemplateSpace::enumerate() const {
   std::vector<Config> out;
-  walk_valid([&](const std::vector<std::size_t>& idx) { out.push_back(config_at(idx)); });
+  walk_valid([&](const std::vector<std::size_t>& idx) {
+    Config c = config_at(idx);
+    if (in_shard(c)) out.push_back(std::move(c));
+  });
   return out;
 }
 
 std::uint64_t TemplateSpace::count_valid() const {
   std::uint64_t n = 0;
-  walk_valid([&](const std::vector<std::size_t>&) { ++n; });
+  walk_valid([&](const std::vector<std::size_t>& idx) {
+    if (shard_count_ == 1 || in_shard(config_at(idx))) ++n;
+  });
   return n;
+}
+
+void TemplateSpace::restrict_to_shard(unsigned index, unsigned count) {
+  if (count == 0 || index >= count)
+    throw std::invalid_argument(fmt::format("template {}: shard {}/{} does not exist", name_, index, count));
+  shard_index_ = index;
+  shard_count_ = count;
+}
+
+bool TemplateSpace::in_shard(const Config& c) const {
+  return shard_count_ == 1 || shard_of(name_, c, shard_count_) == shard_index_;
 }
 
 std::uint64_t TemplateSpace::raw_size() const {

@@ -79,7 +79,7 @@ class TemplateSpace {
   const Config& default_config() const { return default_; }
 
   /// Empty when `c` is valid, else why not: an unknown or missing parameter, a value not in the list,
-  /// or the `why` of the first constraint it breaks.
+  /// the `why` of the first constraint it breaks, or "outside shard i/N" (restrict_to_shard).
   std::optional<std::string> check(const Config& c) const;
   /// Every valid config, in odometer order over the JSON's parameter order: the last parameter
   /// changes fastest, each parameter walks its values in the JSON's order (itertools.product order).
@@ -89,6 +89,12 @@ class TemplateSpace {
   /// The number of valid configs (enumerate().size()) without materialising them: the same pruned
   /// odometer walk, counting leaves. For spaces of 10^6 raw configs and more.
   std::uint64_t count_valid() const;
+  /// From now on only the configs of shard `index` of `count` are valid (tuner/shard.hpp: a stable hash
+  /// of the template name and the canonical config, mod count): check(), enumerate() and count_valid()
+  /// see the shard alone. Count 1 = the whole space. Throws std::invalid_argument when index >= count.
+  void restrict_to_shard(unsigned index, unsigned count);
+  unsigned shard_index() const { return shard_index_; }
+  unsigned shard_count() const { return shard_count_; }
   /// Product of the value counts (before constraints); saturates at UINT64_MAX.
   std::uint64_t raw_size() const;
 
@@ -106,6 +112,9 @@ class TemplateSpace {
   std::vector<Constraint> constraints_;
   Config default_;
   std::shared_ptr<Compiled> compiled_;
+  unsigned shard_index_ = 0, shard_count_ = 1;
+
+  bool in_shard(const Config& c) const;
 
   /// The pruned odometer walk behind enumerate() and count_valid(): calls `visit` with the value
   /// indices of each valid config, in odometer order. Holds the constraint mutex throughout.

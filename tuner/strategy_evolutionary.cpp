@@ -39,7 +39,7 @@ class EvolutionaryStrategy final : public Strategy {
     };
 
     if (pool.size() < 2) {
-      if (state.results().empty() && !state.seen(space.default_config()))
+      if (state.results().empty() && !state.seen(space.default_config()) && !space.check(space.default_config()))
         return Proposal{space.default_config(), "template default (seeds the population)"};
       if (auto c = detail::random_unseen(state, rng_))
         return Proposal{*c, fmt::format("random sample (population {}/{}, seeding)", pool.size(),

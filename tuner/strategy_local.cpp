@@ -27,7 +27,7 @@ class LocalStrategy final : public Strategy {
   std::optional<Proposal> next(const SearchState& state) override {
     const auto& space = state.space();
     const auto ranked = state.ranked();
-    if (ranked.empty() && !state.seen(space.default_config()))
+    if (ranked.empty() && !state.seen(space.default_config()) && !space.check(space.default_config()))
       return Proposal{space.default_config(), "template default (start of local search)"};
 
     // Bases: the champion, then the successful configs best first (labels built only when used).

@@ -25,7 +25,7 @@ class ModelStrategy final : public Strategy {
   std::optional<Proposal> next(const SearchState& state) override {
     if (state.unseen_count() == 0) return std::nullopt;
     const auto& def = state.space().default_config();
-    if (!state.seen(def)) return Proposal{def, "template default (start of model search)"};
+    if (!state.seen(def) && !state.space().check(def)) return Proposal{def, "template default (start of model search)"};
     std::size_t ok = 0;
     for (const auto& [c, o] : state.results()) ok += o.ok() ? 1 : 0;
     std::uniform_real_distribution<double> coin(0, 1);

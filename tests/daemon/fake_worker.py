@@ -9,6 +9,10 @@ Environment: FAKE_WORKER_LOG, if set, gets one line per eval ("A B F <cases> <va
 FAKE_WORKER_DELAY (seconds) slows every eval down; FAKE_WORKER_OVERFIT="A,B,SEED" makes config (A, B) the
 fastest of all (0.05 ms) on every suite except one holding a case of seed SEED, where it is the slowest
 (0.5 ms): a champion that does not hold on held-out seeds.
+One worker per GPU (--gpus): the fake plays the GPU that CUDA_VISIBLE_DEVICES names (its index, or "GPU-fake-<i>"
+as a UUID; GPU 0 when unset) and says so in hello ("uuid": "GPU-fake-<i>"). FAKE_WORKER_GPU_LOG, if set, gets one
+line per eval, written when it ends: "<gpu> <start> <end> <A> <B> <F> <cases> <validate 0/1> <pid>" (times from
+time.time(), seconds), so that a test can check that no two evals overlapped on one GPU.
 FAKE_WORKER_SURVIVE=1 plays a worker that outlives its daemon: it clears the death signal the daemon gave it
 (PR_SET_PDEATHSIG) and, when it hangs, starts a child in its process group that sleeps as well.
 """
@@ -28,7 +32,14 @@ def reply(obj):
     sys.stdout.flush()
 
 
+def gpu_index():
+    dev = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0]
+    m = re.search(r"(\d+)$", dev)
+    return int(m.group(1)) if m else 0
+
+
 def main():
+    gpu = gpu_index()
     survive = os.environ.get("FAKE_WORKER_SURVIVE") == "1"
     if survive:
         ctypes.CDLL(None, use_errno=True).prctl(1, 0, 0, 0, 0)  # PR_SET_PDEATHSIG = 1, signal 0: none
@@ -40,7 +51,7 @@ def main():
             reply({"status": "ok", "message": "", "gpu_name": "FakeGPU", "pci_bus_id": "0000:00:00.0",
                    "driver_version": 13000, "cc_major": 9, "cc_minor": 0, "sm_count": 132,
                    "l2_bytes": 50 << 20, "max_smem_per_block_optin": 232448, "sm_clock_mhz": 1980,
-                   "nvrtc_version": "13.0", "pid": os.getpid()})
+                   "nvrtc_version": "13.0", "pid": os.getpid(), "uuid": f"GPU-fake-{gpu}"})
         elif cmd == "prepare":
             cases = req["cases"]
             reply({"status": "ok", "message": "", "cases": len(cases), "built": len(cases), "ms": 1.0})
@@ -55,6 +66,7 @@ def main():
                 reply({"status": "rejected", "message": f"eval: case '{unknown[0]}' is not in the prepared suite"})
                 continue
             picked = [c for c in cases if c["case_id"] in ids]
+            t_start = time.time()
             if os.environ.get("FAKE_WORKER_LOG"):
                 with open(os.environ["FAKE_WORKER_LOG"], "a") as log:
                     seeds = ",".join(str(c["seed"]) for c in picked)
@@ -90,6 +102,10 @@ def main():
             if not wrong:
                 resp["score_ms"] = score
                 resp["family_median_ms"] = {fam: score for fam in fams}
+            if os.environ.get("FAKE_WORKER_GPU_LOG"):
+                with open(os.environ["FAKE_WORKER_GPU_LOG"], "a") as log:
+                    log.write(f"{gpu} {t_start:.6f} {time.time():.6f} {a} {b} {f} {len(picked)} "
+                              f"{int(bool(req.get('validate', True)))} {os.getpid()}\n")
             reply(resp)
         elif cmd == "quit":
             reply({"status": "ok", "message": ""})

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <map>
 #include <random>
 #include <set>
@@ -64,7 +65,12 @@ std::vector<std::string> eval_lines(const std::string& path) {
   return lines;
 }
 
-bool is_hang_line(const std::string& l) { return l.size() >= 2 && l.compare(l.size() - 2, 2, " 1") == 0; }
+/// A FAKE_WORKER_LOG line ("A B F <cases> <validate> <seeds>") of a hanging config (F = 1).
+bool is_hang_line(const std::string& l) {
+  std::istringstream in(l);
+  std::string a, b, f;
+  return (in >> a >> b >> f) && f == "1";
+}
 
 TEST(KillCampaign, TwentySixSigkillsLoseNothingDuplicateNothingAndLeaveNoProcess) {
   test::DaemonFixture f;

@@ -134,8 +134,13 @@ TEST(Report, FromAFakeWorkerRunShowsEverySectionAndTheNumbersOfQuery) {
   }
   EXPECT_EQ(shown.at("iterations.total"), std::to_string(total));
   EXPECT_EQ(total, std::int64_t(test::kFakeSpace));
-  EXPECT_EQ(shown.count("iterations.screened"), 0u);  // no fidelity column: every iteration ran the whole suite
-  EXPECT_NE(html.find("This DB records no fidelity"), std::string::npos);
+  // The fidelity column (schema 2 on): screened and whole-suite counts as SQL has them.
+  const auto by_fidelity = query_json(
+      f.db, "sql \"SELECT sum(fidelity = 'screen' AND status != 'running'), sum(fidelity = 'full' AND status != 'running') "
+            "FROM iterations WHERE suite = 'smoke'\"");
+  EXPECT_EQ(shown.at("iterations.screened"), by_fidelity["rows"][0][0].get<std::string>());
+  EXPECT_EQ(shown.at("iterations.full"), by_fidelity["rows"][0][1].get<std::string>());
+  EXPECT_EQ(html.find("This DB records no fidelity"), std::string::npos);
   const auto by_kind = query_json(
       f.db, "sql \"SELECT failure_kind, count(*) FROM iterations WHERE status = 'crash' GROUP BY failure_kind\"");
   ASSERT_EQ(by_kind["rows"].size(), 5u);

@@ -96,7 +96,7 @@ TEST(Migration, VersionOneFileKeepsEveryRowAndGainsProposals) {
   auto db = ExperimentDb::open(path);  // migrates
   auto& c = db.connection();
   EXPECT_EQ(db::read_schema_version(c), db::kSchemaVersion);
-  EXPECT_EQ(dump(c, "version", "schema_version", "version"), "1|\n2|\n");
+  EXPECT_EQ(dump(c, "version", "schema_version", "version"), "1|\n2|\n3|\n4|\n");
   EXPECT_EQ(dump(c, kV1IterationColumns, "iterations", "id"), before_iterations);
   EXPECT_EQ(dump(c, "*", "case_results", "iteration_id, case_id"), before_cases);
   EXPECT_EQ(dump(c, "*", "champions", "suite, scope"), before_champions);
@@ -141,6 +141,27 @@ TEST(Migration, VersionOneFileKeepsEveryRowAndGainsProposals) {
   EXPECT_THROW(c.exec("INSERT INTO case_results (iteration_id, case_id, family, passed) VALUES (99, 'x', "
                       "'sliding_window', 1)"),
                sqlite::Error);
+}
+
+TEST(Migration, VersionFourColumnsOfAMigratedFileMatchAFreshOne) {
+  // 3 -> 4 appends iterations.gpu_index / gpu_uuid / sm_clock_mhz: a migrated file has a fresh file's
+  // column order in every table, and the new provenance table; old rows read NULL there.
+  const std::string migrated = make_v1_db();
+  const std::string fresh = test::temp_dir("fresh_v4") + "/fresh.db";
+  auto m = ExperimentDb::open(migrated);
+  auto f = ExperimentDb::open(fresh);
+  for (const char* table : {"runs", "variants", "iterations", "case_results", "champions", "champion_history",
+                            "holdout_checks", "proposals", "iteration_sources"}) {
+    const std::string cols = std::string("pragma_table_info('") + table + "')";
+    EXPECT_EQ(dump(m.connection(), "name, type", cols, "cid"), dump(f.connection(), "name, type", cols, "cid")) << table;
+  }
+  EXPECT_NE(dump(f.connection(), "name", "pragma_table_info('iterations')", "cid").find("proposal_id|\ngpu_index|\ngpu_uuid|\nsm_clock_mhz|\n"),
+            std::string::npos);
+  const auto it1 = m.iteration(1);
+  ASSERT_TRUE(it1);
+  EXPECT_FALSE(it1->gpu_index);
+  EXPECT_EQ(it1->gpu_uuid, "");
+  EXPECT_FALSE(it1->sm_clock_mhz);
 }
 
 TEST(Migration, AFailingRebuildLeavesTheVersionOneFileAsItWas) {

@@ -43,7 +43,7 @@ TEST(Schema, CreatesEveryTableAtTheCurrentVersionInWalMode) {
                         "WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name)");
     ASSERT_TRUE(st.step());
     EXPECT_EQ(st.column_text(0),
-              "case_results,champion_history,champions,holdout_checks,iterations,proposals,runs,schema_version,variants");
+              "case_results,champion_history,champions,holdout_checks,iteration_sources,iterations,proposals,runs,schema_version,variants");
     EXPECT_EQ(db::read_schema_version(c), db::kSchemaVersion);
   }
   // Reopening neither recreates nor re-records the version.

@@ -1,0 +1,280 @@
+#include "daemon/db_merge.hpp"
+
+#include <filesystem>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "db/schema.hpp"
+#include "db/store.hpp"
+#include "tuner/champion.hpp"
+#include "tuner/proposal_template.hpp"
+
+namespace attn {
+namespace fs = std::filesystem;
+
+namespace {
+
+/// The columns of `table` in `schema` ("main" or "src"), in table order.
+std::vector<std::string> columns_of(sqlite::Connection& conn, const std::string& schema, const std::string& table) {
+  auto st = conn.prepare(fmt::format("SELECT name FROM pragma_table_info('{}', '{}') ORDER BY cid", table, schema));
+  std::vector<std::string> cols;
+  while (st.step()) cols.push_back(st.column_text(0));
+  return cols;
+}
+
+/// INSERT INTO main.<table> (every column) SELECT <column or its replacement> FROM src.<table> <tail>.
+void copy_rows(sqlite::Connection& conn, const std::string& table, const std::map<std::string, std::string>& replace,
+               const std::string& tail) {
+  const auto cols = columns_of(conn, "main", table);
+  std::string names, exprs;
+  for (const auto& c : cols) {
+    names += (names.empty() ? "" : ", ") + c;
+    const auto r = replace.find(c);
+    exprs += (exprs.empty() ? "" : ", ") + (r == replace.end() ? "s." + c : r->second);
+  }
+  conn.exec(fmt::format("INSERT INTO main.{} ({}) SELECT {} FROM src.{} s {}", table, names, exprs, table, tail));
+}
+
+std::int64_t scalar(sqlite::Connection& conn, const std::string& sql) {
+  auto st = conn.prepare(sql);
+  st.step();
+  return st.is_null(0) ? 0 : st.column_int64(0);
+}
+
+/// Opens `path` read-only and checks that it is an attn-tuner DB of this build's schema version.
+void check_input(const std::string& path) {
+  if (!fs::is_regular_file(path)) throw std::invalid_argument(fmt::format("db merge: no such DB {}", path));
+  auto conn = sqlite::Connection::open(path, sqlite::OpenMode::read_only);
+  db::configure_connection(conn);
+  const int v = db::read_schema_version(conn);
+  if (v != db::kSchemaVersion)
+    throw std::runtime_error(fmt::format(
+        "db merge: {} has schema version {}, this attn-tuner merges version {} only{}", path, v, db::kSchemaVersion,
+        v < db::kSchemaVersion ? fmt::format(" (migrate it first: attn-tuner db migrate {})", path)
+                               : std::string(" (use a newer attn-tuner)")));
+}
+
+/// One input's champion of one (suite, scope), as a candidate of the merged champion rule.
+struct Candidate {
+  std::int64_t iter = 0;     // in OUT
+  double score_ms = 0;       // the score it holds its title with (A/B/A re-timed in its own run)
+  double rel_spread = 0;     // max relative spread of its case timings
+  std::string source;        // the input it came from
+};
+
+/// The merged champion rule (docs/scale-out.md): the inputs' champions of a (suite, scope) are taken in
+/// input order; a candidate replaces the current one when tuner/champion's rule promotes it with the two
+/// recorded scores standing in for the A/B/A re-timing (A1 = A2 = the holder's recorded score, B = the
+/// candidate's): it must be faster by more than the measured spread and the 0.5 % floor.
+std::vector<std::string> recompute_champions(ExperimentDb& db, const std::map<std::pair<std::string, ChampionScope>,
+                                                                           std::vector<Candidate>>& candidates) {
+  std::vector<std::string> notes;
+  for (const auto& [key, list] : candidates) {
+    const Candidate* holder = &list.front();
+    std::vector<std::string> why;
+    for (std::size_t i = 1; i < list.size(); ++i) {
+      const Candidate& c = list[i];
+      const ChampionDecision d = decide_champion({holder->score_ms, c.score_ms, holder->rel_spread, c.rel_spread},
+                                                 {holder->score_ms, c.score_ms, holder->score_ms});
+      why.push_back(fmt::format("iter {} ({:.4f} ms, {}) vs iter {} ({:.4f} ms, {}): {}", c.iter, c.score_ms, c.source,
+                                holder->iter, holder->score_ms, holder->source, verdict_name(d.verdict)));
+      if (d.promote()) holder = &c;
+    }
+    nlohmann::json aba = {{"reason", "db merge: the inputs' champions compared on their recorded scores"},
+                          {"rule", "tuner/champion decide_champion with A1 = A2 = holder's score, B = candidate's"},
+                          {"candidates", list.size()},
+                          {"source", holder->source},
+                          {"comparisons", why}};
+    db.set_champion({key.first, key.second, holder->iter, holder->score_ms, ""}, aba.dump());
+    notes.push_back(fmt::format("{} {}: iter {} {:.4f} ms (from {}, {} candidate(s))", key.first, to_string(key.second),
+                                holder->iter, holder->score_ms, holder->source, list.size()));
+  }
+  return notes;
+}
+
+/// Copies the attached input `src` (at `path`) into main. Returns its champions as candidates.
+void merge_one(sqlite::Connection& conn, const std::string& path, MergeSummary& sum,
+               std::map<std::pair<std::string, ChampionScope>, std::vector<Candidate>>& candidates) {
+  // A run that an earlier input brought already (e.g. a merged DB and one of its parts): refuse.
+  {
+    auto st = conn.prepare(
+        "SELECT s.id, s.started_at, s.host FROM src.runs s JOIN main.runs m ON m.started_at = s.started_at "
+        "AND m.host = s.host AND m.suite = s.suite AND m.ended_at IS s.ended_at AND "
+        "(SELECT params_json FROM src.iterations WHERE run_id = s.id ORDER BY id LIMIT 1) IS "
+        "(SELECT params_json FROM main.iterations WHERE run_id = m.id ORDER BY id LIMIT 1) LIMIT 1");
+    if (st.step())
+      throw std::runtime_error(fmt::format(
+          "db merge: run {} of {} (started {} on '{}') is already in the merge from an earlier input; merging it "
+          "again would double its iterations",
+          st.column_int64(0), path, st.column_text(1), st.column_text(2)));
+  }
+  const std::int64_t off_run = scalar(conn, "SELECT MAX(id) FROM main.runs");
+  const std::int64_t off_it = scalar(conn, "SELECT MAX(id) FROM main.iterations");
+  const std::int64_t off_prop = scalar(conn, "SELECT MAX(id) FROM main.proposals");
+  const std::int64_t off_hold = scalar(conn, "SELECT MAX(id) FROM main.holdout_checks");
+  const std::int64_t off_hist = scalar(conn, "SELECT MAX(id) FROM main.champion_history");
+  const auto plus = [](const std::string& col, std::int64_t off) { return fmt::format("s.{} + {}", col, off); };
+
+  copy_rows(conn, "runs", {{"id", plus("id", off_run)}}, "ORDER BY s.id");
+  sum.runs += scalar(conn, "SELECT count(*) FROM src.runs");
+
+  // Variants by content hash: the first input's row is kept, the others map onto it.
+  const std::int64_t before = scalar(conn, "SELECT count(*) FROM main.variants");
+  auto vcols = columns_of(conn, "main", "variants");
+  vcols.erase(vcols.begin());  // id: a new one
+  std::string names;
+  for (const auto& c : vcols) names += (names.empty() ? "" : ", ") + c;
+  std::string exprs;
+  for (const auto& c : vcols) exprs += (exprs.empty() ? "s." : ", s.") + c;
+  conn.exec(fmt::format("INSERT INTO main.variants ({}) SELECT {} FROM src.variants s WHERE NOT EXISTS "
+                        "(SELECT 1 FROM main.variants m WHERE m.content_hash = s.content_hash) ORDER BY s.id",
+                        names, exprs));
+  const std::int64_t added = scalar(conn, "SELECT count(*) FROM main.variants") - before;
+  sum.variants_shared += scalar(conn, "SELECT count(*) FROM src.variants") - added;
+  conn.exec("DROP TABLE IF EXISTS temp.vmap");
+  conn.exec("CREATE TEMP TABLE vmap AS SELECT s.id AS old, m.id AS new FROM src.variants s JOIN main.variants m "
+            "ON m.content_hash = s.content_hash");
+
+  // Proposal templates: a name another input used already gets this proposal's new id.
+  conn.exec("DROP TABLE IF EXISTS temp.tmap");
+  conn.exec("CREATE TEMP TABLE tmap (old TEXT PRIMARY KEY, new TEXT NOT NULL)");
+  {
+    auto st = conn.prepare(
+        "SELECT s.id, s.template FROM src.proposals s WHERE s.template IN (SELECT template FROM main.proposals "
+        "WHERE template IS NOT NULL)");
+    std::vector<std::pair<std::int64_t, std::string>> clashes;
+    while (st.step()) clashes.emplace_back(st.column_int64(0), st.column_text(1));
+    for (const auto& [id, name] : clashes) {
+      const std::string renamed = proposal_template_name(name, id + off_prop);
+      conn.prepare("INSERT INTO temp.tmap (old, new) VALUES (?, ?)").bind(1, name).bind(2, renamed).run();
+      ++sum.proposals_renamed;
+    }
+  }
+  const std::string tmpl = "COALESCE((SELECT t.new FROM temp.tmap t WHERE t.old = s.template), s.template)";
+  copy_rows(conn, "proposals",
+            {{"id", plus("id", off_prop)},
+             {"run_id", plus("run_id", off_run)},
+             {"parent_iteration_id", plus("parent_iteration_id", off_it)},
+             {"template", tmpl},
+             {"space_json", "CASE WHEN s.space_json IS NOT NULL AND s.template IN (SELECT old FROM temp.tmap) THEN "
+                            "json_set(s.space_json, '$.name', " + tmpl + ") ELSE s.space_json END"}},
+            "ORDER BY s.id");
+  sum.proposals += scalar(conn, "SELECT count(*) FROM src.proposals");
+
+  copy_rows(conn, "iterations",
+            {{"id", plus("id", off_it)},
+             {"run_id", plus("run_id", off_run)},
+             {"variant_id", "(SELECT v.new FROM temp.vmap v WHERE v.old = s.variant_id)"},
+             {"proposal_id", plus("proposal_id", off_prop)},
+             {"template", tmpl}},
+            "ORDER BY s.id");
+  sum.iterations += scalar(conn, "SELECT count(*) FROM src.iterations");
+  // Provenance: where each iteration came from. An input that is itself a merge passes its sources on.
+  conn.prepare(fmt::format(
+                   "INSERT INTO main.iteration_sources (iteration_id, source_db, source_run_id, source_iteration_id, "
+                   "host) SELECT s.id + {0}, COALESCE(p.source_db, ?), COALESCE(p.source_run_id, s.run_id), "
+                   "COALESCE(p.source_iteration_id, s.id), COALESCE(p.host, r.host) FROM src.iterations s "
+                   "JOIN src.runs r ON r.id = s.run_id LEFT JOIN src.iteration_sources p ON p.iteration_id = s.id "
+                   "ORDER BY s.id",
+                   off_it))
+      .bind(1, fs::absolute(path).lexically_normal().string())
+      .run();
+
+  copy_rows(conn, "case_results", {{"iteration_id", plus("iteration_id", off_it)}}, "");
+  sum.case_results += scalar(conn, "SELECT count(*) FROM src.case_results");
+  copy_rows(conn, "holdout_checks",
+            {{"id", plus("id", off_hold)},
+             {"run_id", plus("run_id", off_run)},
+             {"iteration_id", plus("iteration_id", off_it)}},
+            "ORDER BY s.id");
+  sum.holdout_checks += scalar(conn, "SELECT count(*) FROM src.holdout_checks");
+  copy_rows(conn, "champion_history",
+            {{"id", plus("id", off_hist)},
+             {"iteration_id", plus("iteration_id", off_it)},
+             {"previous_iteration_id", plus("previous_iteration_id", off_it)}},
+            "ORDER BY s.id");
+
+  // This input's champions: candidates of the merged rule.
+  auto st = conn.prepare(
+      "SELECT c.suite, c.scope, c.iteration_id, c.score_ms, (SELECT MAX(spread) FROM src.case_results r WHERE "
+      "r.iteration_id = c.iteration_id) FROM src.champions c ORDER BY c.suite, c.scope");
+  while (st.step()) {
+    Candidate c;
+    c.iter = st.column_int64(2) + off_it;
+    c.score_ms = st.column_double(3);
+    c.rel_spread = st.column_opt_double(4).value_or(0);
+    c.source = path;
+    candidates[{st.column_text(0), parse_champion_scope(st.column_text(1))}].push_back(c);
+  }
+}
+
+}  // namespace
+
+MergeSummary merge_experiment_dbs(const std::string& out, const std::vector<std::string>& inputs, bool force) {
+  if (inputs.empty()) throw std::invalid_argument("db merge: no input DB");
+  std::set<std::string> seen;
+  for (const auto& in : inputs) {
+    if (!fs::exists(in)) throw std::invalid_argument(fmt::format("db merge: no such DB {}", in));
+    const std::string canon = fs::weakly_canonical(in).string();
+    if (!seen.insert(canon).second)
+      throw std::invalid_argument(fmt::format("db merge: {} is given twice (its rows would be doubled)", in));
+    if (fs::exists(out) && fs::equivalent(in, out))
+      throw std::invalid_argument(fmt::format("db merge: the output {} is also an input", out));
+  }
+  for (const auto& in : inputs) check_input(in);
+  if (fs::exists(out)) {
+    if (!force) throw std::invalid_argument(fmt::format("db merge: {} exists (pick a new file, or --force to replace it)", out));
+    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(out + suffix);
+  }
+  const auto remove_out = [&] {
+    std::error_code ec;
+    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(out + suffix, ec);
+  };
+  MergeSummary sum;
+  try {
+    auto db = ExperimentDb::open(out);
+    auto& conn = db.connection();
+    std::map<std::pair<std::string, ChampionScope>, std::vector<Candidate>> candidates;
+    std::set<std::string> gpu_names;
+    for (const auto& in : inputs) {
+      conn.prepare("ATTACH DATABASE ? AS src").bind(1, in).run();
+      try {
+        sqlite::Transaction tx(conn);
+        conn.exec("PRAGMA defer_foreign_keys = ON");  // proposals and iterations refer to each other
+        merge_one(conn, in, sum, candidates);
+        tx.commit();
+      } catch (...) {
+        conn.exec("DETACH DATABASE src");
+        throw;
+      }
+      conn.exec("DETACH DATABASE src");
+      ++sum.inputs;
+    }
+    {
+      auto st = conn.prepare("SELECT DISTINCT gpu_name FROM runs WHERE gpu_name != '' ORDER BY 1");
+      while (st.step()) gpu_names.insert(st.column_text(0));
+    }
+    if (gpu_names.size() > 1)
+      sum.warnings.push_back(fmt::format("the inputs were timed on different GPU models ({}): champions compare "
+                                         "scores across them",
+                                         fmt::join(gpu_names, ", ")));
+    sum.champions = recompute_champions(db, candidates);
+    sum.variants = scalar(conn, "SELECT count(*) FROM variants");
+    for (const char* check : {"PRAGMA foreign_key_check", "PRAGMA integrity_check"}) {
+      auto st = conn.prepare(check);
+      if (st.step() && !(std::string(check) == "PRAGMA integrity_check" && st.column_text(0) == "ok"))
+        throw std::runtime_error(fmt::format("db merge: {} failed on {}: {}", check, out, st.column_text(0)));
+    }
+  } catch (...) {
+    remove_out();
+    throw;
+  }
+  return sum;
+}
+
+}  // namespace attn

@@ -1,0 +1,324 @@
+// Scale-out on the CPU (docs/scale-out.md): --shard runs of the real daemon merged with `db merge`, and one
+// fake worker per GPU with --gpus (tests/daemon/fake_worker.py plays the GPU that CUDA_VISIBLE_DEVICES names and
+// logs every eval with its GPU and times, FAKE_WORKER_GPU_LOG).
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "daemon/gpu_set.hpp"
+#include "daemon/stale_worker.hpp"
+#include "daemon/supervise.hpp"
+#include "db/store.hpp"
+#include "export/plan_from_db.hpp"
+#include "tests/daemon/daemon_harness.hpp"
+#include "tests/test_support.hpp"
+
+namespace attn {
+namespace {
+
+namespace fs = std::filesystem;
+using test::DaemonFixture;
+using test::Output;
+using test::run;
+
+/// One line of FAKE_WORKER_GPU_LOG.
+struct GpuEval {
+  int gpu = 0;
+  double start = 0, end = 0;
+  int a = 0, b = 0, f = 0, cases = 0, validate = 0;
+  long pid = 0;
+};
+
+std::vector<GpuEval> read_gpu_log(const std::string& path) {
+  std::vector<GpuEval> out;
+  std::ifstream in(path);
+  GpuEval e;
+  while (in >> e.gpu >> e.start >> e.end >> e.a >> e.b >> e.f >> e.cases >> e.validate >> e.pid) out.push_back(e);
+  return out;
+}
+
+/// Each GPU's evals in start order; fails the test when two evals of one GPU overlap in time.
+std::map<int, std::vector<GpuEval>> by_gpu_without_overlap(const std::vector<GpuEval>& log) {
+  std::map<int, std::vector<GpuEval>> gpus;
+  for (const auto& e : log) gpus[e.gpu].push_back(e);
+  for (auto& [gpu, evals] : gpus) {
+    std::sort(evals.begin(), evals.end(), [](const GpuEval& x, const GpuEval& y) { return x.start < y.start; });
+    for (std::size_t i = 1; i < evals.size(); ++i)
+      EXPECT_GE(evals[i].start, evals[i - 1].end)
+          << "GPU " << gpu << ": eval of A=" << evals[i].a << ",B=" << evals[i].b << " started before the eval of A="
+          << evals[i - 1].a << ",B=" << evals[i - 1].b << " ended";
+  }
+  return gpus;
+}
+
+std::string sql_text(const std::string& db, const std::string& sql) {
+  auto d = ExperimentDb::open(db, ExperimentDb::Mode::read_only);
+  const auto r = d.sql_readonly(sql);
+  std::string out;
+  for (const auto& row : r.rows) {
+    for (const auto& v : row) out += v.value_or("NULL") + "|";
+    out += "\n";
+  }
+  return out;
+}
+
+/// Configs per hour of a DB's last run, from its iterations' own times (first start to last finish), so
+/// that the daemon's start-up does not count.
+double configs_per_hour(const std::string& db) {
+  const std::string r = sql_text(db, "SELECT count(*) * 3600.0 / ((julianday(max(finished_at)) - julianday(min(started_at)))"
+                                     " * 86400.0) FROM iterations WHERE run_id = (SELECT max(id) FROM runs)");
+  return std::stod(r);
+}
+
+TEST(ScaleOut, ShardRunsMergeIntoOneDbWithNothingLostOrDoubled) {
+  // Two shards of the healthy fake space, and a small unsharded run whose configs both shards also hold
+  // (its variants are the same compiles: one row each after the merge).
+  DaemonFixture s0, s1, extra;
+  const std::string opts = "--fidelity full";
+  ASSERT_EQ(run(s0.args(opts + " --shard 0/2", "exhaustive", "fake_healthy")).code, 0);
+  ASSERT_EQ(run(s1.args(opts + " --shard 1/2", "exhaustive", "fake_healthy")).code, 0);
+  const Output e = run(extra.args(opts + " --iterations 3", "exhaustive", "fake_healthy"));
+  ASSERT_EQ(e.code, 0) << e.text;
+  const auto i0 = s0.iterations(), i1 = s1.iterations(), i2 = extra.iterations();
+  ASSERT_FALSE(i0.empty());
+  ASSERT_FALSE(i1.empty());
+  EXPECT_EQ(i0.size() + i1.size(), 18u);  // disjoint shards that cover the space
+  std::set<std::string> shard_configs;
+  for (const auto* its : {&i0, &i1})
+    for (const auto& it : *its) EXPECT_TRUE(shard_configs.insert(it.params).second) << it.params << " in both shards";
+
+  const std::string out = s0.dir + "/merged.db";
+  const std::string inputs = "'" + s0.db + "' '" + s1.db + "' '" + extra.db + "'";
+  const Output m = run("db merge '" + out + "' " + inputs);
+  ASSERT_EQ(m.code, 0) << m.text;
+  EXPECT_NE(m.text.find("merged 3 DB(s)"), std::string::npos) << m.text;
+
+  auto db = ExperimentDb::open(out, ExperimentDb::Mode::read_only);
+  // Nothing lost, nothing doubled: every source iteration once, with its provenance and its case results.
+  const auto merged = db.iterations();
+  ASSERT_EQ(merged.size(), i0.size() + i1.size() + i2.size());
+  std::map<std::pair<std::string, std::int64_t>, IterationRecord> sources;
+  for (const auto& [path, its] : {std::pair{s0.db, &i0}, std::pair{s1.db, &i1}, std::pair{extra.db, &i2}})
+    for (const auto& it : *its) sources[{fs::absolute(path).lexically_normal().string(), it.iter}] = it;
+  auto& conn = db.connection();
+  std::set<std::pair<std::string, std::int64_t>> matched;
+  for (const auto& it : merged) {
+    auto st = conn.prepare("SELECT source_db, source_iteration_id, source_run_id, host FROM iteration_sources WHERE iteration_id = ?");
+    st.bind(1, it.iter);
+    ASSERT_TRUE(st.step()) << "iter " << it.iter << " has no provenance";
+    const auto key = std::make_pair(st.column_text(0), st.column_int64(1));
+    ASSERT_TRUE(sources.count(key)) << key.first << " iter " << key.second;
+    EXPECT_TRUE(matched.insert(key).second) << "source row copied twice";
+    const IterationRecord& src = sources.at(key);
+    EXPECT_EQ(it.params, src.params);
+    EXPECT_EQ(it.geomean_ms, src.geomean_ms);
+    EXPECT_EQ(it.status, src.status);
+    EXPECT_EQ(it.gpu_uuid, src.gpu_uuid);
+    EXPECT_EQ(st.column_int64(2), src.run_id);
+    EXPECT_FALSE(st.column_text(3).empty());
+    const auto full = db.iteration(it.iter);
+    EXPECT_EQ(full->cases.size(), ExperimentDb::open(key.first, ExperimentDb::Mode::read_only).iteration(key.second)->cases.size());
+    ASSERT_TRUE(it.variant_id);
+    EXPECT_EQ(db.variant(*it.variant_id)->params, it.params);
+  }
+  // Variants: one per content hash (the extra run's three are the shards' compiles).
+  std::set<std::string> hashes;
+  for (const auto& path : {s0.db, s1.db, extra.db})
+    for (const auto& row : ExperimentDb::open(path, ExperimentDb::Mode::read_only).sql_readonly("SELECT content_hash FROM variants").rows)
+      hashes.insert(*row[0]);
+  EXPECT_EQ(sql_text(out, "SELECT count(*), count(DISTINCT content_hash) FROM variants"),
+            std::to_string(hashes.size()) + "|" + std::to_string(hashes.size()) + "|\n");
+  EXPECT_EQ(hashes.size(), 18u);
+  EXPECT_EQ(sql_text(out, "SELECT count(*) FROM runs"), "3|\n");
+  EXPECT_EQ(sql_text(out, "PRAGMA integrity_check"), "ok|\n");
+  EXPECT_EQ(sql_text(out, "SELECT count(*) FROM pragma_foreign_key_check"), "0|\n");
+
+  // The champion, recomputed from the inputs' champions: the best config, which one shard found.
+  const auto champ = db.champion("smoke", ChampionScope::overall);
+  ASSERT_TRUE(champ);
+  EXPECT_EQ(db.iteration(champ->iteration_id)->params, "A=4,B=2,F=0");
+  const auto history = db.champion_history("smoke");
+  ASSERT_FALSE(history.empty());
+  EXPECT_NE(history.back().aba_json.find("db merge"), std::string::npos) << history.back().aba_json;
+
+  // Export plans the merged champions.
+  DbExportOptions eo;
+  eo.templates_dir = test::data_dir() + "/fake_templates";
+  const ExportPlan plan = build_export_plan(db, eo);
+  ASSERT_FALSE(plan.variants.empty());
+  EXPECT_EQ(plan.variants[0].template_name, "fake_healthy");
+
+  // Refusals, each naming the problem: OUT exists, an input twice, a run merged already, another version.
+  const Output again = run("db merge '" + out + "' '" + s0.db + "'");
+  EXPECT_EQ(again.code, 2);
+  EXPECT_NE(again.text.find("exists"), std::string::npos) << again.text;
+  const Output twice = run("db merge '" + s1.dir + "/m2.db' '" + s0.db + "' '" + s0.db + "'");
+  EXPECT_EQ(twice.code, 2);
+  EXPECT_NE(twice.text.find("given twice"), std::string::npos) << twice.text;
+  const Output doubled = run("db merge '" + s1.dir + "/m3.db' '" + out + "' '" + s0.db + "'");
+  EXPECT_EQ(doubled.code, 1);
+  EXPECT_NE(doubled.text.find("already in the merge"), std::string::npos) << doubled.text;
+  EXPECT_FALSE(fs::exists(s1.dir + "/m3.db"));  // removed again
+  const std::string old = s1.dir + "/v3.db";
+  fs::copy_file(s1.db, old);
+  {
+    auto c = sqlite::Connection::open(old, sqlite::OpenMode::read_write);
+    c.exec("UPDATE schema_version SET version = 3 WHERE version = 4");
+  }
+  const Output version = run("db merge --force '" + out + "' '" + s0.db + "' '" + old + "'");
+  EXPECT_EQ(version.code, 1);
+  EXPECT_NE(version.text.find(old + " has schema version 3, this attn-tuner merges version 4 only"), std::string::npos)
+      << version.text;
+  EXPECT_TRUE(fs::exists(out));  // --force replaces OUT only once the inputs are checked
+}
+
+TEST(ScaleOut, TwoFakeGpusDoubleTheRateNeverOverlapAndRetimeOnOneGpu) {
+  // The same healthy space on one GPU (the default: one worker, no --gpus) and on two.
+  // Configs are listed best first, so champion challenges (serialised over the GPUs, docs/scale-out.md) are
+  // rare, as in a real night; both runs read one cubin cache compiled beforehand, so NVRTC does not count.
+  DaemonFixture one, two;
+  two.cache = one.cache;
+  const Output warm = run("compile --all --template fake_healthy --templates '" + test::data_dir() +
+                          "/fake_templates' --cache '" + one.cache + "'");
+  ASSERT_EQ(warm.code, 0) << warm.text;
+  const std::string opts = "--fidelity full";
+  const std::string log1 = one.dir + "/gpu.log", log2 = two.dir + "/gpu.log";
+  const Output r1 = run(one.args(opts, "exhaustive", "fake_healthy"), "FAKE_WORKER_DELAY=0.12 FAKE_WORKER_GPU_LOG=" + log1);
+  ASSERT_EQ(r1.code, 0) << r1.text;
+  const Output r2 = run(two.args(opts + " --gpus 0,1", "exhaustive", "fake_healthy"),
+                        "FAKE_WORKER_DELAY=0.12 FAKE_WORKER_GPU_LOG=" + log2);
+  ASSERT_EQ(r2.code, 0) << r2.text;
+  ASSERT_EQ(one.iterations().size(), 18u);
+  ASSERT_EQ(two.iterations().size(), 18u);
+  EXPECT_TRUE(test::census(two.iterations()).duplicated.empty());
+
+  const double rate1 = configs_per_hour(one.db), rate2 = configs_per_hour(two.db);
+  RecordProperty("configs_per_hour_1gpu", int(rate1));
+  RecordProperty("configs_per_hour_2gpu", int(rate2));
+  EXPECT_GE(rate2, 1.6 * rate1) << "1 GPU " << rate1 << " configs/h, 2 GPUs " << rate2 << " configs/h";
+  std::printf("fake-worker rate: 1 GPU %.0f configs/h, 2 GPUs %.0f configs/h (x%.2f)\n", rate1, rate2, rate2 / rate1);
+
+  // The default run: GPU 0, no CUDA_VISIBLE_DEVICES, every eval on one GPU.
+  for (const auto& it : one.iterations()) EXPECT_EQ(it.gpu_index, 0);
+  const auto gpus = by_gpu_without_overlap(read_gpu_log(log2));
+  ASSERT_EQ(gpus.size(), 2u) << "both GPUs evaluated";
+  by_gpu_without_overlap(read_gpu_log(log1));
+
+  // Each iteration records its GPU, and its whole-suite eval ran on that GPU.
+  auto db = ExperimentDb::open(two.db, ExperimentDb::Mode::read_only);
+  std::map<std::pair<int, int>, int> gpu_of_config;  // (A, B) -> GPU of its validated eval
+  for (const auto& [gpu, evals] : gpus)
+    for (const auto& e : evals)
+      if (e.validate) gpu_of_config[{e.a, e.b}] = gpu;
+  for (const auto& it : db.iterations()) {
+    ASSERT_TRUE(it.gpu_index) << it.iter;
+    EXPECT_EQ(it.gpu_uuid, "GPU-fake-" + std::to_string(*it.gpu_index));
+    EXPECT_EQ(it.sm_clock_mhz, 1980);
+    const Config c = config_from_json(it.params_json);
+    EXPECT_EQ(gpu_of_config.at({int(c.at("A")), int(c.at("B"))}), *it.gpu_index) << it.params;
+  }
+  // status shows each GPU: its state, iterations and rate.
+  const Output st = run("status --json --db '" + two.db + "'");
+  ASSERT_EQ(st.code, 0) << st.text;
+  const auto sj = nlohmann::json::parse(st.text);
+  ASSERT_EQ(sj.at("gpus").size(), 2u) << st.text;
+  int sum = 0;
+  for (const auto& g : sj.at("gpus")) {
+    EXPECT_GT(g.at("iterations").get<int>(), 0);
+    EXPECT_GT(g.at("rate_per_hour").get<double>(), 0);
+    EXPECT_EQ(g.at("state"), "stopped");
+    sum += g.at("iterations").get<int>();
+  }
+  EXPECT_EQ(sum, 18);
+  const Output text = run("status --db '" + two.db + "'");
+  EXPECT_NE(text.text.find("GPU 1 (GPU-fake-1)"), std::string::npos) << text.text;
+}
+
+TEST(ScaleOut, AWorkerThatDiesOrHangsIsRestartedOnItsGpuAndTheOthersGoOn) {
+  // The fake space with every fault kind, on two pretend GPUs found by `--gpus all`.
+  DaemonFixture f;
+  const std::string log = f.dir + "/gpu.log";
+  const Output out = run(f.args("--gpus all"), std::string(kFakeGpusEnv) + "=2 FAKE_WORKER_GPU_LOG=" + log);
+  ASSERT_EQ(out.code, 0) << out.text;
+  const auto its = f.iterations();
+  const auto c = test::census(its);
+  EXPECT_EQ(c.evaluated.size(), test::kFakeSpace);
+  EXPECT_TRUE(c.duplicated.empty());
+  EXPECT_EQ(c.interrupted, 0);
+  std::map<std::string, int> kinds;
+  std::map<std::int64_t, int> per_gpu;
+  for (const auto& it : its) {
+    kinds[to_string(it.failure_kind)]++;
+    if (it.gpu_index) per_gpu[*it.gpu_index]++;
+  }
+  for (const char* k : {"compile", "hang", "fault", "wrong_result", "worker_died"}) EXPECT_EQ(kinds[k], 3) << k;
+  EXPECT_EQ(per_gpu.size(), 2u);
+  const auto gpus = by_gpu_without_overlap(read_gpu_log(log));
+  EXPECT_EQ(gpus.size(), 2u);
+  auto db = ExperimentDb::open(f.db, ExperimentDb::Mode::read_only);
+  // Restarts: 9 workers were killed or died (hang, fault, dead); each GPU kept working after its own.
+  const auto status = nlohmann::json::parse(test::read_text(status_file_for(f.db)));
+  int restarts = 0;
+  for (const auto& g : status.at("gpus")) restarts += g.at("restarts").get<int>();
+  EXPECT_GE(restarts, 9);
+  for (const auto& [gpu, evals] : gpus) {
+    std::set<long> own;
+    for (const auto& e : evals) own.insert(e.pid);
+    EXPECT_GT(own.size(), 1u) << "GPU " << gpu << " never got a fresh worker";
+  }
+  // A/B/A of every promotion: the incumbent, the challenger and the incumbent again, back to back on the challenger's GPU.
+  int abas = 0;
+  for (const auto& p : db.champion_history("smoke")) {
+    const auto j = nlohmann::json::parse(p.aba_json);
+    if (!j.contains("a1_ms")) continue;
+    const auto ch = db.iteration(p.champion.iteration_id);
+    const auto inc = db.iteration(j.at("incumbent_iter").get<std::int64_t>());
+    EXPECT_EQ(j.at("gpu_index").get<int>(), *ch->gpu_index);
+    const Config cc = config_from_json(ch->params_json), ic = config_from_json(inc->params_json);
+    const auto& evals = gpus.at(int(*ch->gpu_index));
+    const auto is = [](const GpuEval& e, const Config& c) { return !e.validate && e.a == c.at("A") && e.b == c.at("B"); };
+    bool found = false;  // A (incumbent), B (challenger), A: consecutive re-timings on that one GPU
+    for (std::size_t i = 1; i + 1 < evals.size(); ++i)
+      found = found || (is(evals[i - 1], ic) && is(evals[i], cc) && is(evals[i + 1], ic));
+    EXPECT_TRUE(found) << "no A/B/A of iter " << ch->iter << " against iter " << inc->iter << " on GPU " << *ch->gpu_index;
+    ++abas;
+  }
+  EXPECT_GT(abas, 0) << "no A/B/A promotion to check";
+
+  // Every worker group of the run was recorded for the next daemon's reaping.
+  EXPECT_EQ(load_worker_records(f.db).size(), 2u);
+
+  // Under a scheduler (Slurm sets CUDA_VISIBLE_DEVICES), --gpus all is the daemon's own list: one worker per
+  // entry, given that entry.
+  DaemonFixture sched;
+  const Output s = run(sched.args("--iterations 4 --fidelity full --gpus all", "exhaustive", "fake_healthy"),
+                       "CUDA_VISIBLE_DEVICES=3,5 FAKE_WORKER_DELAY=0.1");
+  ASSERT_EQ(s.code, 0) << s.text;
+  for (const auto& it : sched.iterations()) EXPECT_TRUE(it.gpu_index == 3 || it.gpu_index == 5) << it.iter;
+  const auto sj = nlohmann::json::parse(test::read_text(status_file_for(sched.db))).at("gpus");
+  ASSERT_EQ(sj.size(), 2u);
+  EXPECT_EQ(sj[0].at("index"), 3);
+  EXPECT_EQ(sj[0].at("uuid"), "GPU-fake-3");
+  EXPECT_EQ(sj[1].at("index"), 5);
+  EXPECT_EQ(sj[1].at("uuid"), "GPU-fake-5");
+
+  // Bad --gpus and --shard values are refused before anything runs.
+  const Output twice = run(f.args("--gpus 0,0"));
+  EXPECT_EQ(twice.code, 2);
+  EXPECT_NE(twice.text.find("GPU 0 is named twice"), std::string::npos) << twice.text;
+  const Output none = run(f.args("--gpus 2"), std::string(kFakeGpusEnv) + "=2");
+  EXPECT_EQ(none.code, 2);
+  EXPECT_NE(none.text.find("there is no GPU 2"), std::string::npos) << none.text;
+  const Output shard = run(f.args("--shard 2/2"));
+  EXPECT_EQ(shard.code, 2);
+  EXPECT_NE(shard.text.find("i must be below N"), std::string::npos) << shard.text;
+}
+
+}  // namespace
+}  // namespace attn
