@@ -81,7 +81,9 @@ void run_bench(const BenchOptions& o) {
   if (!v.ok) throw std::runtime_error(fmt::format("bench: {} does not compile:\n{}", config_to_compact(config), v.log));
   if (v.cubin_path.empty()) throw std::runtime_error("bench: the cubin could not be written to the compile cache");
 
-  std::vector<std::string> extra{"--templates", dir, "--cache", compiler.cache_dir()};
+  // The worker's helper kernels (fill_normal.cu, reference_fp32.cu) come from the built-in templates folder,
+  // as in `run`: a user's --templates folder holds only the template benched (found by the GPU kill campaign).
+  std::vector<std::string> extra{"--cache", compiler.cache_dir()};
   WorkerClient client(default_worker_command(o.device, extra));
   const HelloResponse hello = client.hello(std::chrono::seconds(120));
   if (!hello.status.ok()) throw std::runtime_error(fmt::format("bench: worker hello: {} ({})", hello.status.name(), hello.status.message));

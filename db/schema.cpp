@@ -374,9 +374,9 @@ void ensure_schema(sqlite::Connection& conn, int target_version, const std::vect
   if (version < target_version && conn.read_only()) {
     throw std::runtime_error(
         version == 0 ? fmt::format("{} is an empty database, not an attn-tuner experiment DB", conn.path())
-                     : fmt::format("{} has schema version {} and needs migrating to {}; open it read-write "
-                                   "once (e.g. with `attn-tuner run`)",
-                                   conn.path(), version, target_version));
+                     : fmt::format("{} has schema version {} and needs migrating to {}: `attn-tuner db migrate "
+                                   "{}` upgrades it in place, every row kept",
+                                   conn.path(), version, target_version, conn.path()));
   }
   if (version > 0 && version < target_version) require_tables(conn, kVersion1Tables);  // ours, before migrating
   while (version < target_version) {

@@ -128,10 +128,9 @@ TEST_F(GpuWorker, EveryFaultIsClassifiedAndSurvived) {
 }
 
 TEST_F(GpuWorker, BenchCommandOnASmallTemplate) {
-  // A templates folder holding the helper kernels and the good kernel as a one-parameter template.
+  // A templates folder holding only the good kernel as a one-parameter template: the worker's helper
+  // kernels (fill_normal.cu, reference_fp32.cu) come from the built-in folder, as for `run`.
   const fs::path dir = test::temp_dir("attn-bench-templates");
-  for (const char* f : {"fill_normal.cu", "reference_fp32.cu"})
-    fs::copy_file(fs::path(ATTN_TEMPLATES_DIR) / f, dir / f);
   fs::copy_file(fs::path(test::data_dir()) / "faulty_kernels" / "slow_correct.cu", dir / "slow.cu");
   std::ofstream(dir / "slow.json") << R"({"name": "slow", "source": "slow.cu", "kernel": "block_sparse_attn_fwd",
     "description": "one thread per row", "parameters": {"UNUSED": {"values": [1], "doc": "none"}},
