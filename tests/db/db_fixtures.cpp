@@ -1,5 +1,7 @@
 #include "tests/db/db_fixtures.hpp"
 
+#include "tests/test_support.hpp"
+
 #include <cmath>
 
 #include <nlohmann/json.hpp>
@@ -80,6 +82,24 @@ std::int64_t add_scored_iteration(ExperimentDb& db, std::int64_t run_id, const V
   it.compile_ms = 151.5;
   db.finish_iteration(it);
   return it.iter;
+}
+
+std::string dump_rows(sqlite::Connection& conn, const std::string& columns, const std::string& table,
+                      const std::string& order) {
+  auto st = conn.prepare("SELECT " + columns + " FROM " + table + " ORDER BY " + order);
+  std::string out;
+  while (st.step()) {
+    for (int c = 0; c < st.column_count(); ++c) out += st.column_opt_text(c).value_or("NULL") + "|";
+    out += "\n";
+  }
+  return out;
+}
+
+sqlite::Connection create_v1_db(const std::string& path) {
+  auto conn = sqlite::Connection::open(path, sqlite::OpenMode::read_write_create);
+  conn.exec("PRAGMA foreign_keys = ON");
+  conn.exec(read_text(data_dir() + "/db/schema_v1.sql"));
+  return conn;
 }
 
 }  // namespace attn::test

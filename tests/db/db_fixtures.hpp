@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "db/records.hpp"
+#include "db/sqlite.hpp"
 #include "db/store.hpp"
 
 namespace attn::test {
@@ -21,6 +22,16 @@ std::vector<CaseResultRecord> sample_cases(double scale);
 std::int64_t add_scored_iteration(ExperimentDb& db, std::int64_t run_id, const VariantRecord& variant,
                                   std::int64_t variant_id, double scale, IterationStatus status,
                                   const std::string& description);
+
+/// The columns of `iterations` at schema version 1 (tests/data/db/schema_v1.sql, frozen).
+inline constexpr const char* kV1IterationColumns =
+    "id, run_id, variant_id, suite, template, params_json, params, status, failure_kind, geomean_ms, delta_ms, "
+    "window_ms, global_ms, retrieval_ms, description, started_at, finished_at, gpu_ms, compile_ms";
+/// Every row of `table` (the given columns) as text, "NULL" for null, one line a row, in `order`.
+std::string dump_rows(sqlite::Connection& conn, const std::string& columns, const std::string& table,
+                      const std::string& order);
+/// A new version-1 file at `path` with foreign keys on and the frozen version-1 DDL, no rows yet.
+sqlite::Connection create_v1_db(const std::string& path);
 
 }  // namespace attn::test
 

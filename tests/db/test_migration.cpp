@@ -13,36 +13,11 @@
 namespace attn {
 namespace {
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-/// Every row of `table` (columns as given) as text, in `order`.
-std::string dump(sqlite::Connection& conn, const std::string& columns, const std::string& table,
-                 const std::string& order) {
-  auto st = conn.prepare("SELECT " + columns + " FROM " + table + " ORDER BY " + order);
-  std::string out;
-  while (st.step()) {
-    for (int c = 0; c < st.column_count(); ++c) out += st.column_opt_text(c).value_or("NULL") + "|";
-    out += "\n";
-  }
-  return out;
-}
-
-constexpr const char* kV1IterationColumns =
-    "id, run_id, variant_id, suite, template, params_json, params, status, failure_kind, geomean_ms, delta_ms, "
-    "window_ms, global_ms, retrieval_ms, description, started_at, finished_at, gpu_ms, compile_ms";
-
 /// A version-1 file as an older attn-tuner left it: two runs, variants, iterations of every status with
 /// case results, champions and their history; iteration 5 was deleted by hand (the counter is at 6).
 std::string make_v1_db() {
   const std::string path = test::temp_dir("db-migrate") + "/v1.db";
-  auto conn = sqlite::Connection::open(path, sqlite::OpenMode::read_write_create);
-  conn.exec("PRAGMA foreign_keys = ON");
-  conn.exec(read_text(test::data_dir() + "/db/schema_v1.sql"));
+  auto conn = test::create_v1_db(path);
   conn.exec(R"sql(
     INSERT INTO schema_version (version) VALUES (1);
     INSERT INTO runs (suite, suite_json, strategy, templates, gpu_name, status, stop_reason, ended_at)
@@ -84,29 +59,29 @@ TEST(Migration, VersionOneFileKeepsEveryRowAndGainsProposals) {
   std::string before_iterations, before_cases, before_champions, before_history, before_variants, before_runs;
   {
     auto conn = sqlite::Connection::open(path, sqlite::OpenMode::read_only);
-    before_iterations = dump(conn, kV1IterationColumns, "iterations", "id");
-    before_cases = dump(conn, "*", "case_results", "iteration_id, case_id");
-    before_champions = dump(conn, "*", "champions", "suite, scope");
-    before_history = dump(conn, "*", "champion_history", "id");
-    before_variants = dump(conn, "*", "variants", "id");
-    before_runs = dump(conn, "*", "runs", "id");
+    before_iterations = test::dump_rows(conn, test::kV1IterationColumns, "iterations", "id");
+    before_cases = test::dump_rows(conn, "*", "case_results", "iteration_id, case_id");
+    before_champions = test::dump_rows(conn, "*", "champions", "suite, scope");
+    before_history = test::dump_rows(conn, "*", "champion_history", "id");
+    before_variants = test::dump_rows(conn, "*", "variants", "id");
+    before_runs = test::dump_rows(conn, "*", "runs", "id");
   }
   EXPECT_EQ(before_iterations.find("deleted below"), std::string::npos);  // row 5 is gone
 
   auto db = ExperimentDb::open(path);  // migrates
   auto& c = db.connection();
   EXPECT_EQ(db::read_schema_version(c), db::kSchemaVersion);
-  EXPECT_EQ(dump(c, "version", "schema_version", "version"), "1|\n2|\n3|\n4|\n");
-  EXPECT_EQ(dump(c, kV1IterationColumns, "iterations", "id"), before_iterations);
-  EXPECT_EQ(dump(c, "*", "case_results", "iteration_id, case_id"), before_cases);
-  EXPECT_EQ(dump(c, "*", "champions", "suite, scope"), before_champions);
-  EXPECT_EQ(dump(c, "*", "champion_history", "id"), before_history);
-  EXPECT_EQ(dump(c, "*", "variants", "id"), before_variants);
-  EXPECT_EQ(dump(c, "*", "runs", "id"), before_runs);
-  EXPECT_EQ(dump(c, "count(*)", "iterations WHERE proposal_id IS NOT NULL", "1"), "0|\n");
-  EXPECT_EQ(dump(c, "*", "pragma_foreign_key_check", "1"), "");
-  EXPECT_EQ(dump(c, "foreign_keys", "pragma_foreign_keys", "1"), "1|\n");  // back on after the rebuild
-  EXPECT_EQ(dump(c, "name", "sqlite_master WHERE type = 'index' AND tbl_name = 'iterations'", "name"),
+  EXPECT_EQ(test::dump_rows(c, "version", "schema_version", "version"), "1|\n2|\n3|\n4|\n");
+  EXPECT_EQ(test::dump_rows(c, test::kV1IterationColumns, "iterations", "id"), before_iterations);
+  EXPECT_EQ(test::dump_rows(c, "*", "case_results", "iteration_id, case_id"), before_cases);
+  EXPECT_EQ(test::dump_rows(c, "*", "champions", "suite, scope"), before_champions);
+  EXPECT_EQ(test::dump_rows(c, "*", "champion_history", "id"), before_history);
+  EXPECT_EQ(test::dump_rows(c, "*", "variants", "id"), before_variants);
+  EXPECT_EQ(test::dump_rows(c, "*", "runs", "id"), before_runs);
+  EXPECT_EQ(test::dump_rows(c, "count(*)", "iterations WHERE proposal_id IS NOT NULL", "1"), "0|\n");
+  EXPECT_EQ(test::dump_rows(c, "*", "pragma_foreign_key_check", "1"), "");
+  EXPECT_EQ(test::dump_rows(c, "foreign_keys", "pragma_foreign_keys", "1"), "1|\n");  // back on after the rebuild
+  EXPECT_EQ(test::dump_rows(c, "name", "sqlite_master WHERE type = 'index' AND tbl_name = 'iterations'", "name"),
             "iterations_by_config|\niterations_by_proposal|\niterations_by_run|\niterations_by_suite|\n");
 
   // The API reads the old rows; the iter counter goes on after the deleted 5 and 6 (never reused).
@@ -153,9 +128,9 @@ TEST(Migration, VersionFourColumnsOfAMigratedFileMatchAFreshOne) {
   for (const char* table : {"runs", "variants", "iterations", "case_results", "champions", "champion_history",
                             "holdout_checks", "proposals", "iteration_sources"}) {
     const std::string cols = std::string("pragma_table_info('") + table + "')";
-    EXPECT_EQ(dump(m.connection(), "name, type", cols, "cid"), dump(f.connection(), "name, type", cols, "cid")) << table;
+    EXPECT_EQ(test::dump_rows(m.connection(), "name, type", cols, "cid"), test::dump_rows(f.connection(), "name, type", cols, "cid")) << table;
   }
-  EXPECT_NE(dump(f.connection(), "name", "pragma_table_info('iterations')", "cid").find("proposal_id|\ngpu_index|\ngpu_uuid|\nsm_clock_mhz|\n"),
+  EXPECT_NE(test::dump_rows(f.connection(), "name", "pragma_table_info('iterations')", "cid").find("proposal_id|\ngpu_index|\ngpu_uuid|\nsm_clock_mhz|\n"),
             std::string::npos);
   const auto it1 = m.iteration(1);
   ASSERT_TRUE(it1);
@@ -169,7 +144,7 @@ TEST(Migration, AFailingRebuildLeavesTheVersionOneFileAsItWas) {
   std::string before;
   {
     auto conn = sqlite::Connection::open(path, sqlite::OpenMode::read_only);
-    before = dump(conn, kV1IterationColumns, "iterations", "id");
+    before = test::dump_rows(conn, test::kV1IterationColumns, "iterations", "id");
   }
   auto conn = sqlite::Connection::open(path, sqlite::OpenMode::read_write);
   db::configure_connection(conn);
@@ -187,9 +162,9 @@ TEST(Migration, AFailingRebuildLeavesTheVersionOneFileAsItWas) {
     EXPECT_NE(std::string(e.what()).find("broke a foreign key (table case_results"), std::string::npos) << e.what();
   }
   EXPECT_EQ(db::read_schema_version(conn), 1);
-  EXPECT_EQ(dump(conn, kV1IterationColumns, "iterations", "id"), before);
-  EXPECT_EQ(dump(conn, "count(*)", "sqlite_master WHERE name = 'proposals'", "1"), "0|\n");
-  EXPECT_EQ(dump(conn, "foreign_keys", "pragma_foreign_keys", "1"), "1|\n");
+  EXPECT_EQ(test::dump_rows(conn, test::kV1IterationColumns, "iterations", "id"), before);
+  EXPECT_EQ(test::dump_rows(conn, "count(*)", "sqlite_master WHERE name = 'proposals'", "1"), "0|\n");
+  EXPECT_EQ(test::dump_rows(conn, "foreign_keys", "pragma_foreign_keys", "1"), "1|\n");
 }
 
 }  // namespace

@@ -14,36 +14,11 @@
 namespace attn {
 namespace {
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-/// Every row of `table` (the given columns) as text, in `order`.
-std::string dump(sqlite::Connection& conn, const std::string& columns, const std::string& table,
-                 const std::string& order) {
-  auto st = conn.prepare("SELECT " + columns + " FROM " + table + " ORDER BY " + order);
-  std::string out;
-  while (st.step()) {
-    for (int c = 0; c < st.column_count(); ++c) out += st.column_opt_text(c).value_or("NULL") + "|";
-    out += "\n";
-  }
-  return out;
-}
-
-constexpr const char* kV1Iteration =
-    "id, run_id, variant_id, suite, template, params_json, params, status, failure_kind, geomean_ms, delta_ms, "
-    "window_ms, global_ms, retrieval_ms, description, started_at, finished_at, gpu_ms, compile_ms";
-
 /// A version-1 file as the previous attn-tuner left it: a finished run with a keep, a discard (with case
 /// results), a compile crash and an interrupted iteration, a champion and its history.
 std::string make_v1_db() {
   const std::string path = test::temp_dir("db-migrate-fid") + "/v1.db";
-  auto conn = sqlite::Connection::open(path, sqlite::OpenMode::read_write_create);
-  conn.exec("PRAGMA foreign_keys = ON");
-  conn.exec(read_text(test::data_dir() + "/db/schema_v1.sql"));
+  auto conn = test::create_v1_db(path);
   conn.exec(R"sql(
     INSERT INTO schema_version (version) VALUES (1);
     INSERT INTO runs (suite, suite_json, strategy, templates, gpu_name, status, stop_reason, ended_at)
@@ -93,17 +68,17 @@ TEST(MigrationFidelity, VersionOneFileKeepsEveryRowAndReadsAsFullFidelity) {
   const std::string path = make_v1_db();
   std::map<std::string, std::string> before;
   const std::pair<const char*, std::string> tables[] = {
-      {"runs", "*"},          {"variants", "*"},  {"iterations", kV1Iteration}, {"case_results", "*"},
+      {"runs", "*"},          {"variants", "*"},  {"iterations", test::kV1IterationColumns}, {"case_results", "*"},
       {"champions", "*"},     {"champion_history", "*"}};
   {
     auto conn = sqlite::Connection::open(path, sqlite::OpenMode::read_only);
-    for (const auto& [t, cols] : tables) before[t] = dump(conn, cols, t, "1, 2");
+    for (const auto& [t, cols] : tables) before[t] = test::dump_rows(conn, cols, t, "1, 2");
   }
   {
     auto db = ExperimentDb::open(path);  // migrates
     EXPECT_EQ(db::read_schema_version(db.connection()), db::kSchemaVersion);
-    for (const auto& [t, cols] : tables) EXPECT_EQ(dump(db.connection(), cols, t, "1, 2"), before[t]) << t;
-    EXPECT_EQ(dump(db.connection(), "count(*)", "iterations", "1"), "4|\n");
+    for (const auto& [t, cols] : tables) EXPECT_EQ(test::dump_rows(db.connection(), cols, t, "1, 2"), before[t]) << t;
+    EXPECT_EQ(test::dump_rows(db.connection(), "count(*)", "iterations", "1"), "4|\n");
     // Old rows: whole-suite evaluations, root seed unknown, no screen score.
     for (const auto& it : db.iterations()) {
       EXPECT_EQ(it.fidelity, Fidelity::full) << it.iter;
