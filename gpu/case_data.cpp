@@ -14,7 +14,6 @@
 #include "workload/inputs.hpp"
 
 namespace attn {
-namespace {
 
 std::unique_ptr<Module> compile_helper(const Compiler& compiler, const std::string& source,
                                        const std::string& kernel) {
@@ -22,6 +21,8 @@ std::unique_ptr<Module> compile_helper(const Compiler& compiler, const std::stri
   if (!v.ok) throw std::runtime_error(fmt::format("helper kernel {} ({}) does not compile:\n{}", kernel, source, v.log));
   return std::make_unique<Module>(v.cubin);
 }
+
+namespace {
 
 // As tuner/space.hpp default_templates_dir (attn_gpu links below attn_tuner_lib, so not called from here).
 std::string templates_dir_default() {
@@ -139,6 +140,10 @@ const DeviceCase& CaseBuilder::get(const CaseSpec& spec) {
   ctx_.synchronize();
   c->ref_o = c->o.to_vector<bf16_bits>(n);
   c->ref_lse = c->lse.to_vector<float>(c->lse_elems());
+  c->ref_o_dev = DeviceBuffer(c->o.bytes());
+  c->ref_lse_dev = DeviceBuffer(c->lse.bytes());
+  check(cu::api().cuMemcpyDtoD(c->ref_o_dev.ptr(), c->o.ptr(), c->o.bytes()), "cuMemcpyDtoD(reference o)");
+  check(cu::api().cuMemcpyDtoD(c->ref_lse_dev.ptr(), c->lse.ptr(), c->lse.bytes()), "cuMemcpyDtoD(reference lse)");
   c->build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   const DeviceCase& out = *c;
   cases_.emplace(key, std::move(c));

@@ -25,6 +25,7 @@ struct DeviceCase {
   DeviceBuffer o, lse;                     ///< outputs: bf16 [B, H, t_max, 128], fp32 [B, H, t_max]
   std::vector<bf16_bits> ref_o;            ///< reference_fp32's o (bf16 bits)
   std::vector<float> ref_lse;              ///< reference_fp32's lse (natural log)
+  DeviceBuffer ref_o_dev, ref_lse_dev;     ///< the same reference, on the device (gpu/device_validation.hpp)
   double build_ms = 0;
 
   std::size_t qkv_elems() const;  ///< B * H * t_max * 128
@@ -32,6 +33,10 @@ struct DeviceCase {
   /// Launch arguments pointing at this case's buffers.
   AttnArgs args() const;
 };
+
+/// Compiles a helper kernel's source (no parameters) and loads it. Throws std::runtime_error with the
+/// NVRTC log when it does not compile, CudaError when the image does not load.
+std::unique_ptr<Module> compile_helper(const Compiler& compiler, const std::string& source, const std::string& kernel);
 
 /// Where the helper kernels come from.
 struct CaseBuilderOptions {
@@ -53,6 +58,8 @@ class CaseBuilder {
   const DeviceCase& get(const CaseSpec& spec);
   bool contains(const CaseSpec& spec) const;
   std::size_t size() const { return cases_.size(); }
+  /// The helper kernels' folder (options.templates_dir, or its default when empty).
+  const std::string& templates_dir() const { return options_.templates_dir; }
   /// Frees every cached case that is not in `keep` (device memory of earlier seeds); returns how many.
   std::size_t retain(const std::vector<CaseSpec>& keep);
 

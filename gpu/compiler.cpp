@@ -108,9 +108,13 @@ struct Hasher {
   std::string digest() const { return hex128(XXH3_128bits_digest(st)); }
 };
 
-CompiledVariant failed(std::string log, std::string hash = {}) {
+/// NVRTC's words for a header it could not open (see CompiledVariant::transient).
+bool missing_file(const std::string& log) { return log.find("cannot open source file") != std::string::npos; }
+
+CompiledVariant failed(std::string log, std::string hash = {}, bool transient = false) {
   CompiledVariant v;
   v.ok = false;
+  v.transient = transient;
   v.error = FailureKind::compile;
   v.log = std::move(log);
   v.hash = std::move(hash);
@@ -238,13 +242,13 @@ CompiledVariant Compiler::compile(const CompileRequest& req) const {
     if (!is_identifier(name)) return failed("config parameter '" + name + "' is not a C identifier");
   if (req.kernel.empty()) return failed("no kernel name given for '" + req.source_path + "'");
   const auto source = read_text(req.source_path);
-  if (!source) return failed("cannot read template source '" + req.source_path + "'");
+  if (!source) return failed("cannot read template source '" + req.source_path + "'", {}, true);
 
   std::string hash;
   try {
     hash = content_hash(req);
   } catch (const std::exception& e) {
-    return failed(e.what());
+    return failed(e.what(), {}, true);
   }
   const fs::path dir(options_.cache_dir);
   const fs::path json_path = dir / (hash + ".json");
@@ -263,7 +267,7 @@ CompiledVariant Compiler::compile(const CompileRequest& req) const {
         v.resources = resources_from_json(j.at("resources"));
         v.hash = hash;
         v.cache_hit = true;
-        if (!v.ok) return v;
+        if (!v.ok && !missing_file(v.log)) return v;  // an entry of a missing header: compile again
         if (auto bytes = read_bytes(cubin_path);
             bytes && bytes->size() == j.at("cubin_bytes").get<std::size_t>()) {
           v.cubin = std::move(*bytes);
@@ -314,9 +318,11 @@ CompiledVariant Compiler::compile(const CompileRequest& req) const {
   }
   nvrtcDestroyProgram(&prog);
   if (!v.ok) v.error = FailureKind::compile;
+  v.transient = !v.ok && missing_file(v.log);
 
-  // Cache successes and genuine compile errors (deterministic); not internal NVRTC failures.
-  if (options_.use_cache && (v.ok || rc == NVRTC_ERROR_COMPILATION)) {
+  // Cache successes and genuine compile errors (deterministic); not internal NVRTC failures, and not a
+  // header that could not be opened (the same content compiles once the file is back).
+  if (options_.use_cache && (v.ok || (rc == NVRTC_ERROR_COMPILATION && !v.transient))) {
     try {
       fs::create_directories(dir);
       if (v.ok) write_atomic(cubin_path, v.cubin.data(), v.cubin.size());

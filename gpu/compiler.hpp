@@ -42,6 +42,10 @@ struct CompiledVariant {
   std::string cubin_path;       ///< <cache>/<hash>.cubin, empty when the cache is off
   double compile_ms = 0;        ///< NVRTC wall time of the compile that produced it (also on a cache hit)
   bool cache_hit = false;
+  /// The failure came from the file system, not from the config: the template source or one of its
+  /// headers could not be read (a folder being rewritten, a deleted file). Such results are never cached
+  /// and are worth a retry (daemon/tuning_loop.cpp).
+  bool transient = false;
   ResourceUsage resources;
 };
 

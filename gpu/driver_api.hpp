@@ -17,7 +17,7 @@ namespace attn::cu {
   X(cuMemcpyDtoH) X(cuMemsetD8) X(cuMemsetD8Async) X(cuMemsetD32Async) X(cuStreamCreate)              \
   X(cuStreamDestroy) X(cuStreamSynchronize) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)       \
   X(cuEventSynchronize) X(cuEventElapsedTime) X(cuLaunchKernel) X(cuGetErrorName) X(cuGetErrorString)  \
-  X(cuTensorMapEncodeTiled) X(cuCtxGetDevice)
+  X(cuTensorMapEncodeTiled) X(cuCtxGetDevice) X(cuMemcpyDtoD)
 
 /// Function pointers with the exact types of <cuda.h>'s prototypes. Member names go through the same
 /// macros as the header (api().cuMemAlloc is the cuMemAlloc_v2 entry point).

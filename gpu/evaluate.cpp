@@ -27,7 +27,20 @@ FailureKind classify_cuda_error(const CudaError& e) {
   }
 }
 
-Evaluator::Evaluator(const Context& ctx) : ctx_(ctx), flusher_(ctx.info()) {}
+namespace {
+
+/// Waits for the variant, copies o/lse back and validates them against the host copy of the reference.
+ValidationResult validate_on_host(const DeviceCase& c, const Stream& stream, const Tolerances& tol) {
+  stream.synchronize();
+  const auto o = c.o.to_vector<bf16_bits>(c.qkv_elems());
+  const auto lse = c.lse.to_vector<float>(c.lse_elems());
+  return validate_outputs(o, lse, c.ref_o, c.ref_lse, tol);
+}
+
+}  // namespace
+
+Evaluator::Evaluator(const Context& ctx, const DeviceValidator* validator)
+    : ctx_(ctx), validator_(validator), flusher_(ctx.info()) {}
 
 EvalResult Evaluator::evaluate(const std::vector<char>& cubin, const std::string& kernel,
                                const std::vector<const DeviceCase*>& cases, const EvalOptions& options) {
@@ -71,10 +84,8 @@ EvalResult Evaluator::evaluate(const std::vector<char>& cubin, const std::string
         check(cu::api().cuMemsetD8Async(c.o.ptr(), 0xFF, c.o.bytes(), stream_.get()), "cuMemsetD8Async");
         check(cu::api().cuMemsetD8Async(c.lse.ptr(), 0xFF, c.lse.bytes(), stream_.get()), "cuMemsetD8Async");
         launch_attn(k, c.args(), stream_.get());
-        stream_.synchronize();
-        const auto o = c.o.to_vector<bf16_bits>(c.qkv_elems());
-        const auto lse = c.lse.to_vector<float>(c.lse_elems());
-        const ValidationResult v = validate_outputs(o, lse, c.ref_o, c.ref_lse, options.tolerances);
+        const ValidationResult v = validator_ ? validator_->validate(c, stream_.get(), options.tolerances)
+                                              : validate_on_host(c, stream_, options.tolerances);
         CaseResult& cr = r.cases[i];
         cr.validated = true;
         cr.passed = v.passed;

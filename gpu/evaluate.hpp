@@ -8,6 +8,7 @@
 
 #include "gpu/attn_kernel.hpp"
 #include "gpu/case_data.hpp"
+#include "gpu/device_validation.hpp"
 #include "gpu/driver.hpp"
 #include "gpu/failure.hpp"
 #include "gpu/timing.hpp"
@@ -57,10 +58,12 @@ struct EvalResult {
 /// Holds a stream and the L2-flush buffer for repeated evaluations on one context.
 class Evaluator {
  public:
-  explicit Evaluator(const Context& ctx);
+  /// `validator`: validate on the device (gpu/device_validation.hpp); nullptr: copy o/lse back and
+  /// validate on the host (workload/validation.hpp). Same verdicts either way.
+  explicit Evaluator(const Context& ctx, const DeviceValidator* validator = nullptr);
 
-  /// Loads `cubin`, resolves `kernel` (ABI.md), then: per case poison o/lse with 0xFF (NaN), launch,
-  /// synchronize, copy o/lse back, validate_outputs against the case's reference (when options.validate);
+  /// Loads `cubin`, resolves `kernel` (ABI.md), then: per case poison o/lse with 0xFF (NaN), launch, and
+  /// validate against the case's reference on the device or the host (when options.validate);
   /// if every case passed, time each case with time_cold (when options.time). Device errors become the
   /// status; it throws only std::bad_alloc-like host failures.
   EvalResult evaluate(const std::vector<char>& cubin, const std::string& kernel,
@@ -71,6 +74,7 @@ class Evaluator {
 
  private:
   const Context& ctx_;
+  const DeviceValidator* validator_;
   Stream stream_;
   L2Flusher flusher_;
 };

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -30,9 +31,17 @@ json rejected(const std::string& why) { return status_only({FailureKind::none, t
 struct Worker::Gpu {
   Context ctx;
   CaseBuilder cases;
+  DeviceValidator validator;
   Evaluator evaluator;
   Gpu(int device, const Compiler& compiler, const CaseBuilderOptions& opts)
-      : ctx(device), cases(ctx, compiler, opts), evaluator(ctx) {}
+      : ctx(device), cases(ctx, compiler, opts), validator(ctx, compiler, cases.templates_dir()),
+        evaluator(ctx, host_validation() ? nullptr : &validator) {}
+  /// ATTN_TUNER_HOST_VALIDATION=1: validate on the host (the path before the device validation; for A/B
+  /// measurements and cross-checks, docs/gpu.md).
+  static bool host_validation() {
+    const char* e = std::getenv("ATTN_TUNER_HOST_VALIDATION");
+    return e && std::string(e) == "1";
+  }
 };
 
 Worker::Worker(WorkerOptions options)

@@ -60,10 +60,17 @@ ValidationResult validate_outputs(const std::vector<bf16_bits>& o, const std::ve
     else lse_ok = isclose(a, b, tol.lse_atol, tol.lse_rtol);
   }
 
-  ValidationResult r;
-  r.o_max_abs_diff = max_abs_diff(
+  const double o_diff = max_abs_diff(
       o.size(), [&](std::size_t i) { return bf16_to_float(o[i]); }, [&](std::size_t i) { return bf16_to_float(ref_o[i]); });
-  r.lse_max_abs_diff = max_abs_diff(lse.size(), [&](std::size_t i) { return lse[i]; }, [&](std::size_t i) { return ref_lse[i]; });
+  const double lse_diff =
+      max_abs_diff(lse.size(), [&](std::size_t i) { return lse[i]; }, [&](std::size_t i) { return ref_lse[i]; });
+  return validation_result(o_ok, lse_ok, o_diff, lse_diff);
+}
+
+ValidationResult validation_result(bool o_ok, bool lse_ok, double o_max_abs_diff, double lse_max_abs_diff) {
+  ValidationResult r;
+  r.o_max_abs_diff = o_max_abs_diff;
+  r.lse_max_abs_diff = lse_max_abs_diff;
   r.passed = o_ok && lse_ok;
   r.message = r.passed ? "ok"
                        : fmt::format("validation failed: output_max_abs_diff={:.6g}, lse_max_abs_diff={:.6g}",

@@ -22,6 +22,10 @@ struct ValidationResult {
   std::string message;  ///< "ok" or "validation failed: output_max_abs_diff=..., lse_max_abs_diff=..."
 };
 
+/// The result of the two checks: passed = o_ok && lse_ok, the diffs, and the message (shared by the host
+/// path below and gpu/device_validation.hpp).
+ValidationResult validation_result(bool o_ok, bool lse_ok, double o_max_abs_diff, double lse_max_abs_diff);
+
 /// o: torch.allclose(cand, ref, atol, rtol) on fp32 values (|a-b| <= atol + rtol*|ref|, NaN fails).
 /// lse: infinities must match in place and sign; finite pairs allclose; NaN fails (stricter than the
 /// harness, which skips pairs that are not both finite). Comparisons in fp32, as torch. Throws

@@ -289,5 +289,35 @@ TEST(DiskFaults, UnwritablePathsAreAClearErrorBeforeAnythingIsLogged) {
   EXPECT_TRUE(fs::exists("/dev/null") && !fs::is_regular_file("/dev/null"));
 }
 
+TEST(DiskFaults, AMissingTemplateHeaderStopsTheRunWithoutBlamingTheConfig) {
+  // A header of the template disappears (a sync or an editor rewriting the folder, as the GPU machine's
+  // copy did on 2026-11-23): the config must not be logged as a compile crash, and a resumed run takes it up.
+  test::DaemonFixture f;
+  const fs::path tpl = fs::path(f.dir) / "templates";
+  fs::copy(fs::path(test::data_dir()) / "fake_templates", tpl, fs::copy_options::recursive);
+  const std::string source = test::read_text((tpl / "fake.cu").string());
+  std::ofstream(tpl / "fake.cu") << "#include \"fake_extra.cuh\"\n" << source;  // the header is absent
+  std::string args = f.args();
+  const std::string builtin = test::data_dir() + "/fake_templates";
+  args.replace(args.find(builtin), builtin.size(), tpl.string());
+
+  const test::Output broken = test::run(args);
+  EXPECT_NE(broken.code, 0) << broken.text;
+  EXPECT_NE(broken.text.find("fake_extra.cuh"), std::string::npos) << broken.text;
+  EXPECT_NE(broken.text.find("after 3 retries"), std::string::npos) << broken.text;
+  EXPECT_TRUE(test::census(f.iterations()).evaluated.empty()) << "a config was blamed for a missing header";
+
+  std::ofstream(tpl / "fake_extra.cuh") << "// back\n";
+  const test::Output resumed = test::run(args);
+  ASSERT_EQ(resumed.code, 0) << resumed.text;
+  const auto its = f.iterations();
+  const auto c = test::census(its);
+  EXPECT_EQ(c.evaluated.size(), test::kFakeSpace);
+  EXPECT_TRUE(c.duplicated.empty());
+  int compile_crashes = 0;
+  for (const auto& it : its) compile_crashes += it.status == IterationStatus::crash && it.failure_kind == FailureKind::compile;
+  EXPECT_EQ(compile_crashes, 3);  // only F == 5, the deliberate #error
+}
+
 }  // namespace
 }  // namespace attn

@@ -156,6 +156,29 @@ TEST(Compiler, CompileErrorsAreCachedToo) {
   EXPECT_EQ(a.log, b.log);
 }
 
+TEST(Compiler, AMissingHeaderIsTransientAndNeverCached) {
+  Probe p;
+  const Compiler c = make_compiler(test::temp_dir("attn-cache"));
+  std::filesystem::remove(p.dir + "/probe_inc.cuh");
+  const auto gone = c.compile(p.req(4));
+  EXPECT_FALSE(gone.ok);
+  EXPECT_TRUE(gone.transient) << gone.log;
+  const auto again = c.compile(p.req(4));  // not answered from the cache
+  EXPECT_FALSE(again.cache_hit);
+  EXPECT_TRUE(again.transient);
+  write(p.dir + "/probe_inc.cuh", "#define PROBE_SCALE 2.0f\n");
+  const auto back = c.compile(p.req(4));
+  EXPECT_TRUE(back.ok) << back.log;
+  EXPECT_FALSE(back.cache_hit);
+  EXPECT_FALSE(back.transient);
+  // A missing template source is transient too; a syntax error is not.
+  std::filesystem::remove(p.src);
+  EXPECT_TRUE(c.compile(p.req(4)).transient);
+  const auto syntax = c.compile({faulty("compile_error.cu"), "block_sparse_attn_fwd", {}, {}});
+  EXPECT_FALSE(syntax.ok);
+  EXPECT_FALSE(syntax.transient);
+}
+
 TEST(Compiler, LocalIncludesAreFound) {
   Probe p;
   const auto inc = local_includes(p.src);

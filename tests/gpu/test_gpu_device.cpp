@@ -1,12 +1,15 @@
 // On the GPU (skipped without one): device-side inputs equal the host formula, the fp32 reference kernel
-// agrees with the CPU reference, and the in-process Evaluator classifies the non-sticky outcomes.
+// agrees with the CPU reference, the device validation gives the host validation's verdicts and diffs, and
+// the in-process Evaluator classifies the non-sticky outcomes with either.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 
 #include "gpu/case_data.hpp"
 #include "gpu/compiler.hpp"
+#include "gpu/device_validation.hpp"
 #include "gpu/driver.hpp"
 #include "gpu/evaluate.hpp"
 #include "tests/test_support.hpp"
@@ -118,6 +121,80 @@ TEST_F(Gpu, ReferenceKernelMatchesCpuReference) {
   }
 }
 
+/// A synthetic case of B=1, H=2, t_max=256 with the given outputs and reference on the device.
+struct SyntheticOutputs {
+  std::vector<bf16_bits> o, ref_o;
+  std::vector<float> lse, ref_lse;
+};
+DeviceCase upload_case(const SyntheticOutputs& s) {
+  DeviceCase c;
+  c.spec.batch_size = 1;
+  c.spec.num_heads = 2;
+  c.spec.t_max = 256;
+  c.o = DeviceBuffer::from_vector(s.o);
+  c.lse = DeviceBuffer::from_vector(s.lse);
+  c.ref_o_dev = DeviceBuffer::from_vector(s.ref_o);
+  c.ref_lse_dev = DeviceBuffer::from_vector(s.ref_lse);
+  return c;
+}
+
+TEST_F(Gpu, DeviceValidationAgreesWithTheHost) {
+  const DeviceValidator validator(*ctx_, *compiler_, builder_->templates_dir());
+  const Stream stream;
+  SyntheticOutputs base;
+  const std::size_t n = 2 * 256 * 128, rows = 2 * 256;
+  std::uint64_t x = 12345;
+  auto next = [&] {  // splitmix-style, values in [-2, 2)
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    return float(double(x >> 11) * 0x1p-53 * 4.0 - 2.0);
+  };
+  for (std::size_t i = 0; i < n; ++i) base.ref_o.push_back(float_to_bf16(next()));
+  for (std::size_t i = 0; i < rows; ++i)
+    base.ref_lse.push_back(i % 97 == 5 ? -std::numeric_limits<float>::infinity() : 3.0f + next());
+  base.o = base.ref_o;
+  base.lse = base.ref_lse;
+  const float inf = std::numeric_limits<float>::infinity();
+
+  std::vector<std::pair<std::string, SyntheticOutputs>> cases;
+  cases.emplace_back("identical", base);
+  auto o_within = base;  // one bf16 ulp on many elements: inside atol 1e-3 + rtol 1e-2
+  for (std::size_t i = 0; i < n; i += 7) o_within.o[i] = bf16_bits(o_within.o[i] ^ 1);
+  cases.emplace_back("o within tolerance", o_within);
+  auto o_off = base;
+  o_off.o[4242] = float_to_bf16(bf16_to_float(base.ref_o[4242]) + 0.25f);
+  cases.emplace_back("o one element off", o_off);
+  auto o_nan = base;
+  o_nan.o[n - 1] = 0xFFFF;  // the poison value: an unwritten element
+  cases.emplace_back("o NaN", o_nan);
+  auto lse_near = base;
+  lse_near.lse[10] = std::nextafter(base.ref_lse[10], 100.0f);
+  cases.emplace_back("lse one ulp", lse_near);
+  auto lse_off = base;
+  lse_off.lse[11] = base.ref_lse[11] + 1e-3f;
+  cases.emplace_back("lse off", lse_off);
+  auto lse_finite = base;
+  lse_finite.lse[5] = 0.0f;  // the reference row is empty (-inf)
+  cases.emplace_back("lse finite where -inf", lse_finite);
+  auto lse_sign = base;
+  lse_sign.lse[5] = inf;
+  cases.emplace_back("lse +inf where -inf", lse_sign);
+
+  int failing = 0;
+  for (const auto& [name, s] : cases) {
+    const ValidationResult host = validate_outputs(s.o, s.lse, s.ref_o, s.ref_lse);
+    const ValidationResult dev = validator.validate(upload_case(s), stream.get(), Tolerances{});
+    EXPECT_EQ(dev.passed, host.passed) << name;
+    EXPECT_EQ(dev.o_max_abs_diff, host.o_max_abs_diff) << name;
+    EXPECT_EQ(dev.lse_max_abs_diff, host.lse_max_abs_diff) << name;
+    EXPECT_EQ(dev.message, host.message) << name;
+    failing += !host.passed;
+  }
+  // The scenarios cover both verdicts and both kinds of diff: otherwise agreement would prove little.
+  EXPECT_EQ(failing, 5);
+  EXPECT_TRUE(std::isinf(validate_outputs(o_nan.o, o_nan.lse, o_nan.ref_o, o_nan.ref_lse).o_max_abs_diff));
+  EXPECT_GT(validate_outputs(o_within.o, o_within.lse, o_within.ref_o, o_within.ref_lse).o_max_abs_diff, 0);
+}
+
 TEST_F(Gpu, EvaluatorGoodWrongAndDeviceLimit) {
   std::vector<const DeviceCase*> cases;
   for (const auto& s : builtin_suite("smoke")) cases.push_back(&builder_->get(s));
@@ -146,6 +223,19 @@ TEST_F(Gpu, EvaluatorGoodWrongAndDeviceLimit) {
     EXPECT_GT(c.o_max_abs_diff, 0.01);
   }
   EXPECT_TRUE(std::isnan(wrong.score_ms));
+
+  // Validating on the device gives the same verdicts and diffs, case by case.
+  const DeviceValidator validator(*ctx_, *compiler_, builder_->templates_dir());
+  Evaluator dev_ev(*ctx_, &validator);
+  EvalOptions no_timing = opts;
+  no_timing.time = false;
+  for (const char* kernel : {"slow_correct.cu", "wrong_values.cu"}) {
+    const EvalResult h = ev.evaluate(cubin(kernel), "block_sparse_attn_fwd", cases, no_timing);
+    const EvalResult d = dev_ev.evaluate(cubin(kernel), "block_sparse_attn_fwd", cases, no_timing);
+    EXPECT_EQ(d.status, h.status) << kernel;
+    ASSERT_EQ(d.cases.size(), h.cases.size());
+    for (std::size_t i = 0; i < h.cases.size(); ++i) EXPECT_EQ(d.cases[i], h.cases[i]) << kernel << " " << h.cases[i].case_id;
+  }
 
   const EvalResult smem = ev.evaluate(cubin("too_much_smem.cu"), "block_sparse_attn_fwd", cases, opts);
   EXPECT_EQ(smem.status, FailureKind::device_limit) << smem.message;

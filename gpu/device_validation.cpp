@@ -1,0 +1,63 @@
+#include "gpu/device_validation.hpp"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <filesystem>
+#include <limits>
+
+#include "gpu/driver_api.hpp"
+
+namespace attn {
+namespace {
+
+constexpr unsigned kThreads = 256;
+constexpr int kCounters = 3;  // per output: elements outside the tolerance, max diff bits, one-finite flag
+
+std::string validator_source(const std::string& templates_dir, const std::string& source) {
+  if (!source.empty()) return source;
+  return (std::filesystem::path(templates_dir) / "validate_outputs.cu").string();
+}
+
+/// The harness's max abs diff from the counters: inf when a pair had exactly one finite member.
+double max_diff(const unsigned* counters) {
+  if (counters[2]) return std::numeric_limits<double>::infinity();
+  return std::bit_cast<float>(counters[1]);
+}
+
+}  // namespace
+
+DeviceValidator::DeviceValidator(const Context& ctx, const Compiler& compiler, const std::string& templates_dir,
+                                 const std::string& source)
+    : ctx_(ctx),
+      module_(compile_helper(compiler, validator_source(templates_dir, source), "validate_o_bf16")),
+      o_fn_(module_->function("validate_o_bf16")),
+      lse_fn_(module_->function("validate_lse_fp32")),
+      counters_(2 * kCounters * sizeof(unsigned)) {}
+
+DeviceValidator::~DeviceValidator() = default;
+
+ValidationResult DeviceValidator::validate(const DeviceCase& c, CUstream stream, const Tolerances& tol) const {
+  check(cu::api().cuMemsetD32Async(counters_.ptr(), 0, 2 * kCounters, stream), "cuMemsetD32Async(counters)");
+  const unsigned max_grid = unsigned(ctx_.info().sm_count) * 8;
+  auto launch = [&](CUfunction fn, CUdeviceptr out, CUdeviceptr ref, std::uint64_t n, double atol, double rtol,
+                    int slot, const char* what) {
+    if (n == 0) return;
+    unsigned long long n_arg = n;
+    float atol_arg = float(atol), rtol_arg = float(rtol);  // as the host path: float(tol) (validation.cpp)
+    CUdeviceptr counters = counters_.ptr() + CUdeviceptr(slot * kCounters * sizeof(unsigned));
+    void* params[] = {&out, &ref, &n_arg, &atol_arg, &rtol_arg, &counters};
+    const unsigned grid = unsigned(std::min<std::uint64_t>((n + kThreads - 1) / kThreads, max_grid));
+    check(cu::api().cuLaunchKernel(fn, grid, 1, 1, kThreads, 1, 1, 0, stream, params, nullptr), what);
+  };
+  launch(o_fn_, c.o.ptr(), c.ref_o_dev.ptr(), c.qkv_elems(), tol.output_atol, tol.output_rtol, 0,
+         "cuLaunchKernel(validate_o_bf16)");
+  launch(lse_fn_, c.lse.ptr(), c.ref_lse_dev.ptr(), c.lse_elems(), tol.lse_atol, tol.lse_rtol, 1,
+         "cuLaunchKernel(validate_lse_fp32)");
+  check(cu::api().cuStreamSynchronize(stream), "cuStreamSynchronize(validation)");
+  std::array<unsigned, 2 * kCounters> h{};
+  counters_.download(h.data(), sizeof(h));
+  return validation_result(h[0] == 0, h[kCounters] == 0, max_diff(&h[0]), max_diff(&h[kCounters]));
+}
+
+}  // namespace attn

@@ -1,0 +1,40 @@
+// Output validation on the device (kernels_templates/validate_outputs.cu): the rules and tolerances of
+// workload/validation.cpp, element for element, reading the candidate and the reference where they are,
+// so that only three counters per output come back. On a full-suite case (2 x 16 x 8192 x 128 o) the
+// host path copies 64 MiB and walks 33.5 M elements twice per evaluation; this reads them once at HBM
+// bandwidth.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "gpu/case_data.hpp"
+#include "gpu/compiler.hpp"
+#include "gpu/driver.hpp"
+#include "workload/validation.hpp"
+
+namespace attn {
+
+/// Compiles the validation kernels once (through `compiler`, its disk cache applies) and validates a
+/// case's outputs (o, lse of the DeviceCase) against its device copy of the reference.
+class DeviceValidator {
+ public:
+  /// `source` empty: <templates_dir>/validate_outputs.cu, templates_dir as CaseBuilderOptions. Throws
+  /// std::runtime_error with the NVRTC log when the kernels do not compile.
+  DeviceValidator(const Context& ctx, const Compiler& compiler, const std::string& templates_dir = "",
+                  const std::string& source = "");
+  ~DeviceValidator();
+  DeviceValidator(const DeviceValidator&) = delete;
+  DeviceValidator& operator=(const DeviceValidator&) = delete;
+
+  /// Validates c.o / c.lse (as a variant left them on `stream`) against c.ref_o_dev / c.ref_lse_dev with
+  /// `tol`; synchronizes `stream`. Same result as validate_outputs on the host copies. Throws CudaError.
+  ValidationResult validate(const DeviceCase& c, CUstream stream, const Tolerances& tol) const;
+
+ private:
+  const Context& ctx_;
+  std::unique_ptr<Module> module_;
+  CUfunction o_fn_ = nullptr, lse_fn_ = nullptr;
+  DeviceBuffer counters_;  ///< unsigned[6]: o's three counters, then lse's
+};
+
+}  // namespace attn
