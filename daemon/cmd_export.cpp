@@ -130,9 +130,8 @@ void add_export_command(CLI::App& app) {
                 "export only the champions, no bucket champions (per family x t_max x batch*heads)");
   cmd->add_option("--bucket-margin", o->bucket_margin,
                   "noise guard: a bucket champion is exported only when faster than the family champion on the "
-                  "bucket's cases by more than this fraction")
-      ->capture_default_str()
-      ->check(CLI::Range(0.0, 0.99));
+                  "bucket's cases by more than this fraction, in [0, 1)")
+      ->capture_default_str();
   cmd->callback([o] { run_export(*o); });
 }
 

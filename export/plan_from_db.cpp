@@ -220,6 +220,18 @@ ExportPlan build_export_plan(ExperimentDb& db, const DbExportOptions& options) {
     assignments.push_back(std::move(a));
   }
   plan.rules = build_shape_rules(assignments);
+  // A bucket champion serves a shape only where no case of another bucket with the same (batch, heads,
+  // t_max) and an overlapping col_width range outvotes it (build_shape_rules): say so when it serves none.
+  for (BucketRow& b : buckets) {
+    if (b.variant < 0) continue;
+    const bool serves = std::any_of(plan.rules.begin(), plan.rules.end(), [&](const ShapeRule& r) {
+      if (r.variant != b.variant) return false;
+      const std::string label = "+" + r.label + "+";
+      return std::any_of(b.bucket.case_ids.begin(), b.bucket.case_ids.end(),
+                         [&](const std::string& id) { return label.find("+" + id + "+") != std::string::npos; });
+    });
+    if (!serves) b.note = "no dispatch rule: its shapes are outvoted by overlapping cases of other buckets";
+  }
 
   nlohmann::json champion_rows = nlohmann::json::array();
   for (const Champion& c : champions)
