@@ -1,6 +1,7 @@
-// `attn-tuner export [--db PATH] --out DIR [--suite S] [--templates DIR] [--force] [--allow-stale-source]`:
-// write the tuned champions of a suite as a challenge submission directory (docs/export.md). The DB is
-// opened read-only; on any error nothing is written.
+// `attn-tuner export [--db PATH] --out DIR [--suite S] [--templates DIR] [--force] [--allow-stale-source]
+// [--no-buckets] [--bucket-margin F]`: write the tuned champions of a suite (and its bucket champions) as a
+// challenge submission directory (docs/export.md). The DB is opened read-only; on any error nothing is
+// written.
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -24,6 +25,8 @@ struct ExportOptions {
   std::string templates;
   bool force = false;
   bool allow_stale_source = false;
+  bool no_buckets = false;
+  double bucket_margin = 0.03;
 };
 
 /// "tuned 0.3010 ms (root seed 0), held-out 0.3052 ms (root seed 1000003, +1.4%)", or why there is none.
@@ -42,6 +45,34 @@ std::string holdout_line(const nlohmann::json& p) {
   return line + ")";
 }
 
+/// One line per bucket: "  sliding_window t_max 8192, B·H 32: fa2_mma_i12 0.4500 ms vs fa2_mma_i3 0.5000 ms
+/// (-10.0%), exported".
+void print_buckets(const nlohmann::json& p) {
+  const nlohmann::json rows = p.value("buckets", nlohmann::json::array());
+  if (!p.value("buckets_enabled", false)) {
+    std::printf("bucket champions: off (--no-buckets)\n");
+    return;
+  }
+  std::printf("%s", fmt::format("bucket champions (family, t_max, B·H; exported when faster than the family champion by "
+                                "more than {:.1f}%):\n",
+                                p.value("bucket_margin", 0.0) * 100)
+                        .c_str());
+  for (const auto& b : rows) {
+    std::string line = fmt::format("  {}: ", b["bucket"].get<std::string>());
+    if (b["champion_iter"].is_number())
+      line += fmt::format("iter {} {:.4f} ms", b["champion_iter"].get<std::int64_t>(), b["champion_ms"].get<double>());
+    else
+      line += "no champion";
+    line += fmt::format(" vs {} ", b["reference"].get<std::string>());
+    line += b["reference_ms"].is_number() ? fmt::format("{:.4f} ms", b["reference_ms"].get<double>()) : std::string("-");
+    if (b["gain"].is_number()) line += fmt::format(" (gain {:.1f}%)", b["gain"].get<double>() * 100);
+    line += ", " + b["status"].get<std::string>();
+    if (b["variant"].is_string()) line += " -> " + b["variant"].get<std::string>();
+    if (!b["note"].get<std::string>().empty()) line += ": " + b["note"].get<std::string>();
+    std::printf("%s\n", line.c_str());
+  }
+}
+
 void run_export(const ExportOptions& o) {
   try {
     check_output_dir(o.out, o.force);  // before any work: a refused --out costs nothing
@@ -57,6 +88,8 @@ void run_export(const ExportOptions& o) {
     options.suite = o.suite;
     options.templates_dir = o.templates;
     options.allow_stale_source = o.allow_stale_source;
+    options.buckets = !o.no_buckets;
+    options.bucket_margin = o.bucket_margin;
     plan = build_export_plan(db, options);
   } catch (const std::invalid_argument& e) {
     throw CliError(fmt::format("export: {}", e.what()));
@@ -78,6 +111,7 @@ void run_export(const ExportOptions& o) {
                           .c_str());
     std::printf("    %s\n", holdout_line(v.provenance).c_str());
   }
+  print_buckets(plan.provenance);
 }
 
 }  // namespace
@@ -92,6 +126,12 @@ void add_export_command(CLI::App& app) {
   cmd->add_flag("--force", o->force, "replace a non-empty --out that holds an earlier export");
   cmd->add_flag("--allow-stale-source", o->allow_stale_source,
                 "export even when a template changed since its champion was compiled (ships the current source)");
+  cmd->add_flag("--no-buckets", o->no_buckets,
+                "export only the champions, no bucket champions (per family x t_max x batch*heads)");
+  cmd->add_option("--bucket-margin", o->bucket_margin,
+                  "noise guard: a bucket champion is exported only when faster than the family champion on the "
+                  "bucket's cases by more than this fraction, in [0, 1)")
+      ->capture_default_str();
   cmd->callback([o] { run_export(*o); });
 }
 

@@ -131,6 +131,14 @@ void run_report(const ReportOptions& o) {
   } catch (const std::invalid_argument& e) {
     throw CliError(fmt::format("report: {}", e.what()));
   }
+  try {  // bucket champions: the rule the export uses (db/shape_buckets.hpp), computed here for report.py
+    auto db = ExperimentDb::open(o.db, ExperimentDb::Mode::read_only);
+    cases["buckets"] = report_bucket_champions(db, runs);
+  } catch (const std::invalid_argument& e) {
+    throw CliError(fmt::format("report: {}", e.what()));
+  } catch (const std::exception& e) {
+    throw CliError(fmt::format("report: cannot read the experiment DB {}: {}", o.db, e.what()));
+  }
 
   const fs::path script = fs::path(report_script_dir()) / "report.py";
   if (!fs::is_regular_file(script))

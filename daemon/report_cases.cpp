@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <map>
 #include <stdexcept>
+#include <tuple>
 
 #include <fmt/format.h>
 
+#include "db/shape_buckets.hpp"
 #include "workload/case_spec.hpp"
 #include "workload/layout.hpp"
 
@@ -73,6 +75,35 @@ nlohmann::json report_case_work(const std::vector<RunRecord>& runs, const NamedC
             {"source", ceilings.source}}},
           {"case_sets", std::move(sets)},
           {"run_case_set", std::move(run_set)}};
+}
+
+nlohmann::json report_bucket_champions(ExperimentDb& db, const std::vector<RunRecord>& runs) {
+  std::map<std::string, std::vector<std::int64_t>> runs_of_set;  // suite_json (or name) -> run ids
+  std::map<std::string, const RunRecord*> first_of_set;
+  for (const auto& run : runs) {
+    const std::string key = run.suite_json.empty() ? "name:" + run.suite : run.suite_json;
+    runs_of_set[key].push_back(run.id);
+    first_of_set.try_emplace(key, &run);
+  }
+  std::map<std::tuple<int, int>, nlohmann::json> best;  // (t_max, batch*heads) -> row
+  for (const auto& [key, run_ids] : runs_of_set) {
+    const RunRecord& run = *first_of_set.at(key);
+    const std::vector<ShapeBucket> buckets = shape_buckets(suite_of(run), false);
+    if (buckets.empty()) continue;
+    const auto champions = bucket_champions(bucket_candidates(db, run.suite, run_ids), buckets);
+    for (std::size_t b = 0; b < buckets.size(); ++b) {
+      if (!champions[b]) continue;
+      nlohmann::json& row = best[{buckets[b].t_max, buckets[b].batch_heads}];
+      if (row.is_null() || champions[b]->geomean_ms < row["score_ms"].get<double>())
+        row = {{"bucket", {buckets[b].t_max, buckets[b].batch_heads}},
+               {"case_ids", buckets[b].case_ids},
+               {"iter", champions[b]->iter},
+               {"score_ms", champions[b]->geomean_ms}};
+    }
+  }
+  nlohmann::json out = nlohmann::json::array();
+  for (auto& [key, row] : best) out.push_back(std::move(row));
+  return out;
 }
 
 }  // namespace attn

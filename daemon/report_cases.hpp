@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "db/records.hpp"
+#include "db/store.hpp"
 #include "workload/roofline.hpp"
 
 namespace attn {
@@ -31,5 +32,12 @@ NamedCeilings ceilings_for_gpu(const std::string& gpu_name);
 /// ("t_max 4096, B·H 32"), flops, bytes, floor_us, bound ("compute" | "memory"). Throws
 /// std::invalid_argument naming the run when its suite_json is not a valid manifest.
 nlohmann::json report_case_work(const std::vector<RunRecord>& runs, const NamedCeilings& ceilings);
+
+/// cases.json "buckets": per shape bucket (t_max, batch*heads, families merged) of each case set of `runs`
+/// (all of one suite), the best iteration of the runs with that case set by db/shape_buckets.hpp's rule
+/// (the export's bucket champions use it too): [{"bucket": [t_max, batch_heads], "case_ids": [...], "iter",
+/// "score_ms"}], ordered by bucket; a bucket in several case sets keeps the lowest score. Buckets that no
+/// iteration measured on every case are left out. Throws std::invalid_argument like report_case_work.
+nlohmann::json report_bucket_champions(ExperimentDb& db, const std::vector<RunRecord>& runs);
 
 }  // namespace attn

@@ -1,26 +1,19 @@
 #include "export/plan_from_db.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <set>
-#include <sstream>
 #include <stdexcept>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "export/bucket_variants.hpp"
+#include "export/db_variant.hpp"
 #include "export/shape_rules.hpp"
-#include "gpu/compiler.hpp"
-#include "tuner/proposal_template.hpp"
 #include "tuner/space.hpp"
 
 namespace attn {
-namespace fs = std::filesystem;
 namespace {
 
 /// One champion row with the iteration and the variant it points to.
@@ -29,21 +22,6 @@ struct Champion {
   IterationRecord iteration;
   VariantRecord variant;
 };
-
-std::string identifier_part(const std::string& s) {
-  std::string out = s;
-  for (char& ch : out)
-    if (!((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_')) ch = '_';
-  return out.substr(0, 40);
-}
-
-std::string read_text(const std::string& path, const std::string& what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::invalid_argument("cannot read " + what + " '" + path + "'");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 Champion load_champion(ExperimentDb& db, const ChampionRecord& c) {
   const std::string who = fmt::format("{}: champion '{}' of suite '{}'", db.path(), to_string(c.scope), c.suite);
@@ -82,109 +60,19 @@ std::string pick_suite(ExperimentDb& db, const std::string& requested) {
   return *suites.begin();
 }
 
-/// A temporary folder, removed with its contents on destruction.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/attn-export-XXXXXX";
-    if (!::mkdtemp(tmpl)) throw std::runtime_error("export: cannot make a temporary folder");
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-};
-
-/// The variant's files and metadata; `scopes` are the champion scopes it wins. A template proposed by the
-/// proposer hook (`proposal`) comes from its DB row, not from `templates_dir`.
-ExportVariant export_variant(const Champion& c, const std::vector<std::string>& scopes, const DbExportOptions& options,
-                             const std::string& templates_dir, const std::optional<ProposalRecord>& proposal) {
-  const VariantRecord& vr = c.variant;
-  const std::int64_t iter = c.iteration.iter;
-  std::optional<TempDir> proposal_dir;
-  TemplateSpace space = [&] {
-    try {
-      if (proposal) {
-        proposal_dir.emplace();
-        return TemplateSpace::load(write_proposal_template(*proposal, proposal_dir->path));
-      }
-      return TemplateSpace::load_named(templates_dir, vr.template_name);
-    } catch (const std::exception& e) {
-      throw std::invalid_argument(fmt::format("iteration {}: template '{}' not usable from '{}': {}", iter,
-                                              vr.template_name,
-                                              proposal ? fmt::format("proposal {} in the DB", proposal->id) : templates_dir,
-                                              e.what()));
-    }
-  }();
-  ExportVariant v;
-  v.name = identifier_part(vr.template_name) + "_i" + std::to_string(iter);
-  v.template_name = vr.template_name;
-  v.kernel = space.kernel();
-  v.defines = config_from_json(vr.params_json);
-  v.source = read_text(space.source_path(), "template source");
-  v.headers = local_includes(space.source_path());
-
-  CompilerOptions compiler_options;
-  compiler_options.use_cache = false;
-  const Compiler compiler(compiler_options);
-  const CompileRequest request{space.source_path(), space.kernel(), v.defines, {}};
-  const std::string hash = compiler.content_hash(request);
-  const bool source_matches = hash == vr.content_hash;
-  if (!source_matches && !options.allow_stale_source)
-    throw std::invalid_argument(fmt::format(
-        "iteration {} ({} {}): {} now hashes to {}, not to the variant's content hash {}: the template source, its "
-        "headers, the NVRTC options or the NVRTC version changed since it was compiled, so the exported source "
-        "would not be the cubin's. Re-tune, or pass --allow-stale-source to export the cubin with the current source",
-        iter, vr.template_name, vr.params, space.source_path(), hash, vr.content_hash));
-  for (const auto& opt : compiler.nvrtc_options(request))
-    if (opt.rfind("-arch", 0) != 0 && opt.rfind("-I", 0) != 0 && opt.rfind("-D", 0) != 0 &&
-        opt.rfind("--ptxas-options", 0) != 0)
-      v.nvrtc_options.push_back(opt);
-
-  std::string cubin_origin = "db cubin_path";
-  if (!vr.cubin_path.empty() && fs::is_regular_file(vr.cubin_path)) {
-    const std::string bytes = read_text(vr.cubin_path, "cubin");
-    v.cubin.assign(bytes.begin(), bytes.end());
-  } else if (source_matches) {
-    const CompiledVariant compiled = compiler.compile(request);
-    if (!compiled.ok)
-      throw std::invalid_argument(fmt::format("iteration {}: cubin '{}' is gone and recompiling {} failed: {}", iter,
-                                              vr.cubin_path, vr.template_name, compiled.log));
-    v.cubin.assign(compiled.cubin.begin(), compiled.cubin.end());
-    cubin_origin = "recompiled (cubin_path missing)";
-  } else {
-    throw std::invalid_argument(fmt::format(
-        "iteration {}: cubin '{}' is gone and the template changed since, so it cannot be rebuilt", iter, vr.cubin_path));
-  }
-  if (v.cubin.empty()) throw std::invalid_argument(fmt::format("iteration {}: cubin '{}' is empty", iter, vr.cubin_path));
-
-  const IterationRecord& it = c.iteration;
-  v.provenance = {{"iteration", iter},
-                  {"variant_id", vr.id},
-                  {"content_hash", vr.content_hash},
-                  {"params", vr.params},
-                  {"scopes", scopes},
-                  {"geomean_ms", it.geomean_ms ? nlohmann::json(*it.geomean_ms) : nlohmann::json(nullptr)},
-                  {"window_ms", it.window_ms ? nlohmann::json(*it.window_ms) : nlohmann::json(nullptr)},
-                  {"global_ms", it.global_ms ? nlohmann::json(*it.global_ms) : nlohmann::json(nullptr)},
-                  {"retrieval_ms", it.retrieval_ms ? nlohmann::json(*it.retrieval_ms) : nlohmann::json(nullptr)},
-                  {"registers", vr.registers ? nlohmann::json(*vr.registers) : nlohmann::json(nullptr)},
-                  {"spill_bytes", vr.spill_bytes ? nlohmann::json(*vr.spill_bytes) : nlohmann::json(nullptr)},
-                  {"cubin", cubin_origin},
-                  {"source_matches_cubin", source_matches}};
-  if (proposal) {
-    v.provenance["proposal"] = proposal->id;
-    v.provenance["proposal_description"] = proposal->description;
-    v.provenance["proposal_parent"] = proposal->parent_template;
-  }
-  return v;
+/// provenance: root_seed, tuned_ms (the score the variant was chosen with) and its latest held-out check.
+void add_tuned_and_holdout(ExperimentDb& db, const IterationRecord& it, const std::optional<double>& tuned_ms,
+                           nlohmann::json& p) {
+  p["root_seed"] = it.root_seed ? nlohmann::json(*it.root_seed) : nlohmann::json(nullptr);
+  p["tuned_ms"] = tuned_ms ? nlohmann::json(*tuned_ms) : nlohmann::json(nullptr);
+  const auto checks = db.holdout_checks(it.iter);
+  p["holdout"] = checks.empty() ? nlohmann::json(nullptr) : nlohmann::json(checks.back());
+  if (!checks.empty()) p["holdout"].erase("cases");
 }
 
-std::vector<CaseSpec> tuned_cases(ExperimentDb& db, const Champion& overall, const std::string& suite) {
-  const auto run = db.run(overall.iteration.run_id);
+/// The cases of run `run_id` of `suite`: its suite_json, else the built-in suite of that name.
+std::vector<CaseSpec> run_cases(ExperimentDb& db, std::int64_t run_id, const std::string& suite) {
+  const auto run = db.run(run_id);
   if (run && !run->suite_json.empty()) {
     try {
       return suite_from_manifest_json(run->suite_json);
@@ -195,12 +83,35 @@ std::vector<CaseSpec> tuned_cases(ExperimentDb& db, const Champion& overall, con
   const auto& names = builtin_suite_names();
   if (std::find(names.begin(), names.end(), suite) != names.end()) return builtin_suite(suite);
   throw std::invalid_argument(fmt::format("{}: run {} of suite '{}' stores no cases and '{}' is not a built-in suite",
-                                          db.path(), overall.iteration.run_id, suite, suite));
+                                          db.path(), run_id, suite, suite));
+}
+
+/// Runs of `suite` whose cases are `cases` up to their seeds (rotated or other root seeds draw other
+/// layouts of the same shapes): their iterations' case medians are comparable with the champions'.
+std::vector<std::int64_t> runs_with_cases(ExperimentDb& db, const std::string& suite, const std::vector<CaseSpec>& cases) {
+  auto shapes = [](std::vector<CaseSpec> cs) {
+    for (CaseSpec& c : cs) c.seed = 0;
+    std::sort(cs.begin(), cs.end(), [](const CaseSpec& a, const CaseSpec& b) { return a.case_id < b.case_id; });
+    return cs;
+  };
+  const std::vector<CaseSpec> wanted = shapes(cases);
+  std::vector<std::int64_t> out;
+  for (const RunRecord& run : db.runs()) {
+    if (run.suite != suite) continue;
+    try {
+      if (shapes(run_cases(db, run.id, suite)) == wanted) out.push_back(run.id);
+    } catch (const std::invalid_argument&) {
+      // a run whose cases cannot be read: its iterations are not bucket candidates
+    }
+  }
+  return out;
 }
 
 }  // namespace
 
 ExportPlan build_export_plan(ExperimentDb& db, const DbExportOptions& options) {
+  if (!(options.bucket_margin >= 0 && options.bucket_margin < 1))
+    throw std::invalid_argument(fmt::format("bucket margin {} is not in [0, 1)", options.bucket_margin));
   const std::string suite = pick_suite(db, options.suite);
   const auto overall_record = db.champion(suite, ChampionScope::overall);
   if (!overall_record)
@@ -231,40 +142,69 @@ ExportPlan build_export_plan(ExperimentDb& db, const DbExportOptions& options) {
     }
     scopes[static_cast<std::size_t>(it->second)].push_back(to_string(c.record.scope));
   }
+  // Plan index -> the iteration whose per-case medians stand for the variant (with its cases).
+  std::vector<MeasuredVariant> measured;
   for (std::size_t i = 0; i < representative.size(); ++i) {
-    plan.variants.push_back(export_variant(*representative[i], scopes[i], options, templates_dir,
-                                           db.proposal_by_template(representative[i]->variant.template_name)));
-    // The tuned score beside the held-out one (the latest check of this config, if any).
-    const IterationRecord& it = representative[i]->iteration;
-    auto& p = plan.variants.back().provenance;
-    p["root_seed"] = it.root_seed ? nlohmann::json(*it.root_seed) : nlohmann::json(nullptr);
+    const Champion& c = *representative[i];
+    plan.variants.push_back(load_export_variant(c.iteration, c.variant, scopes[i], options.allow_stale_source,
+                                                templates_dir, db.proposal_by_template(c.variant.template_name)));
+    measured.push_back({c.variant.id, &c.iteration});
     // Same measure as the held-out score (the suite geomean): the A/B/A score of the overall champion,
     // the first-look geomean of a family-only champion.
-    const bool overall = representative[i]->record.scope == ChampionScope::overall;
-    p["tuned_ms"] = overall ? nlohmann::json(representative[i]->record.score_ms)
-                            : (it.geomean_ms ? nlohmann::json(*it.geomean_ms) : nlohmann::json(nullptr));
-    const auto checks = db.holdout_checks(it.iter);
-    p["holdout"] = checks.empty() ? nlohmann::json(nullptr) : nlohmann::json(checks.back());
-    if (!checks.empty()) p["holdout"].erase("cases");
+    const bool overall = c.record.scope == ChampionScope::overall;
+    add_tuned_and_holdout(db, c.iteration, overall ? std::optional<double>(c.record.score_ms) : c.iteration.geomean_ms,
+                          plan.variants.back().provenance);
   }
   plan.default_variant = 0;
   for (const auto& [family, ci] : family_champion)
     plan.family_variants[family] = index_of_variant.at(champions[ci].variant.id);
+  auto family_variant = [&](Family f) {
+    const auto fc = plan.family_variants.find(f);
+    return fc == plan.family_variants.end() ? plan.default_variant : fc->second;
+  };
 
-  // Each variant's measured median per case (passed cases only), from its champion iteration.
+  // Bucket champions (docs/export.md, "Bucket champions"): extra variants for the (family, t_max,
+  // batch*heads) buckets they beat the family champion on by more than bucket_margin.
+  const std::vector<CaseSpec> cases = run_cases(db, champions.front().iteration.run_id, suite);
+  std::vector<IterationRecord> candidates;  // measured[] points into it: not resized below
+  std::vector<BucketRow> buckets;
+  if (options.buckets) {
+    candidates = bucket_candidates(db, suite, runs_with_cases(db, suite, cases));
+    buckets = measure_buckets(cases, candidates, measured, family_variant, options.bucket_margin);
+    choose_bucket_variants(buckets, static_cast<int>(plan.variants.size()), index_of_variant, [&](std::int64_t iter) {
+      const auto it = std::find_if(candidates.begin(), candidates.end(),
+                                   [&](const IterationRecord& r) { return r.iter == iter; });
+      const auto variant = db.variant(*it->variant_id);
+      if (!variant || !variant->compile_ok)
+        throw std::invalid_argument(fmt::format("iteration {}: variant {} missing or not compiled", iter, *it->variant_id));
+      plan.variants.push_back(load_export_variant(*it, *variant, {"bucket"}, options.allow_stale_source,
+                                                  templates_dir, db.proposal_by_template(variant->template_name)));
+      measured.push_back({variant->id, &*it});
+      add_tuned_and_holdout(db, *it, it->geomean_ms, plan.variants.back().provenance);
+      return static_cast<int>(plan.variants.size()) - 1;
+    });
+  }
+  std::map<std::string, int> bucket_variant;  // case id -> plan index of its bucket's champion
+  for (const BucketRow& b : buckets) {
+    if (b.variant < 0) continue;
+    for (const std::string& id : b.bucket.case_ids) bucket_variant[id] = b.variant;
+    auto& served = plan.variants[static_cast<std::size_t>(b.variant)].provenance["buckets"];
+    served.push_back(b.bucket.label());
+  }
+
+  // Each variant's measured median per case (passed cases only).
   std::vector<std::map<std::string, double>> latency(plan.variants.size());
-  for (std::size_t i = 0; i < representative.size(); ++i)
-    for (const CaseResultRecord& r : representative[i]->iteration.cases)
+  for (std::size_t i = 0; i < measured.size(); ++i)
+    for (const CaseResultRecord& r : measured[i].iteration->cases)
       if (r.passed && r.median_ms) latency[i][r.case_id] = *r.median_ms;
 
-  const std::vector<CaseSpec> cases = tuned_cases(db, champions.front(), suite);
   std::vector<CaseAssignment> assignments;
   nlohmann::json case_choices = nlohmann::json::object();
   for (const CaseSpec& spec : cases) {
     CaseAssignment a;
     a.spec = spec;
-    const auto fc = plan.family_variants.find(spec.family);
-    a.variant = fc == plan.family_variants.end() ? plan.default_variant : fc->second;
+    const auto bv = bucket_variant.find(spec.case_id);
+    a.variant = bv != bucket_variant.end() ? bv->second : family_variant(spec.family);
     for (const auto& per_variant : latency) {
       const auto found = per_variant.find(spec.case_id);
       a.latency_ms.push_back(found == per_variant.end() ? std::nullopt : std::optional<double>(found->second));
@@ -280,6 +220,18 @@ ExportPlan build_export_plan(ExperimentDb& db, const DbExportOptions& options) {
     assignments.push_back(std::move(a));
   }
   plan.rules = build_shape_rules(assignments);
+  // A bucket champion serves a shape only where no case of another bucket with the same (batch, heads,
+  // t_max) and an overlapping col_width range outvotes it (build_shape_rules): say so when it serves none.
+  for (BucketRow& b : buckets) {
+    if (b.variant < 0) continue;
+    const bool serves = std::any_of(plan.rules.begin(), plan.rules.end(), [&](const ShapeRule& r) {
+      if (r.variant != b.variant) return false;
+      const std::string label = "+" + r.label + "+";
+      return std::any_of(b.bucket.case_ids.begin(), b.bucket.case_ids.end(),
+                         [&](const std::string& id) { return label.find("+" + id + "+") != std::string::npos; });
+    });
+    if (!serves) b.note = "no dispatch rule: its shapes are outvoted by overlapping cases of other buckets";
+  }
 
   nlohmann::json champion_rows = nlohmann::json::array();
   for (const Champion& c : champions)
@@ -288,6 +240,8 @@ ExportPlan build_export_plan(ExperimentDb& db, const DbExportOptions& options) {
                              {"score_ms", c.record.score_ms},
                              {"promoted_at", c.record.promoted_at},
                              {"variant", plan.variants[static_cast<std::size_t>(index_of_variant.at(c.variant.id))].name}});
+  std::vector<std::string> names;
+  for (const ExportVariant& v : plan.variants) names.push_back(v.name);
   const auto run = db.run(champions.front().iteration.run_id);
   plan.provenance = {{"db", db.path()},
                      {"suite", suite},
@@ -295,7 +249,10 @@ ExportPlan build_export_plan(ExperimentDb& db, const DbExportOptions& options) {
                      {"gpu_name", run ? run->gpu_name : ""},
                      {"champions", champion_rows},
                      {"case_variants", case_choices},
-                     {"override_margin", options.override_margin}};
+                     {"override_margin", options.override_margin},
+                     {"buckets_enabled", options.buckets},
+                     {"bucket_margin", options.bucket_margin},
+                     {"buckets", bucket_rows_json(buckets, names)}};
   check_export_plan(plan);
   return plan;
 }

@@ -6,8 +6,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -52,18 +55,45 @@ std::string header_file(const ExportVariant& v, const std::string& header) {
   return "kernels/" + v.name + ".inc." + flat + ".txt";
 }
 
-nlohmann::ordered_json variant_table(const ExportPlan& plan) {
-  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+/// Where each variant's source and headers go. A text that an earlier variant already ships (variants of
+/// one template share their source and headers) points to that variant's file instead of a copy, so 16
+/// variants of a template with ten headers stay within the harness's 128 files.
+struct FileLayout {
+  std::vector<std::string> source_file;                                     ///< per variant
+  std::vector<std::vector<std::pair<std::string, std::string>>> headers;    ///< per variant: (include name, path)
+  std::map<std::string, std::string> files;                                 ///< path -> text, each written once
+};
+
+FileLayout file_layout(const ExportPlan& plan) {
+  FileLayout out;
+  std::map<std::string, std::string> path_of_text;
+  auto place = [&](const std::string& path, const std::string& text) {
+    const auto [it, fresh] = path_of_text.emplace(text, path);
+    if (fresh && !out.files.emplace(path, text).second)
+      throw std::invalid_argument("export: two files would be written to " + path);
+    return it->second;
+  };
   for (const ExportVariant& v : plan.variants) {
+    out.source_file.push_back(place("kernels/" + v.name + ".cu.txt", v.source));
+    out.headers.emplace_back();
+    for (const auto& [name, text] : v.headers) out.headers.back().emplace_back(name, place(header_file(v, name), text));
+  }
+  return out;
+}
+
+nlohmann::ordered_json variant_table(const ExportPlan& plan, const FileLayout& layout) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (std::size_t i = 0; i < plan.variants.size(); ++i) {
+    const ExportVariant& v = plan.variants[i];
     nlohmann::ordered_json headers = nlohmann::ordered_json::array();
-    for (const auto& h : v.headers) headers.push_back({h.first, header_file(v, h.first)});
+    for (const auto& [name, path] : layout.headers[i]) headers.push_back({name, path});
     out.push_back({{"name", v.name},
                    {"template", v.template_name},
                    {"kernel", v.kernel},
                    {"cubin_file", "kernels/" + v.name + ".cubin.b64.txt"},
                    {"cubin_bytes", v.cubin.size()},
                    {"cubin_crc32", crc32(v.cubin)},
-                   {"source_file", "kernels/" + v.name + ".cu.txt"},
+                   {"source_file", layout.source_file[i]},
                    {"headers", headers},
                    {"defines", v.defines},
                    {"nvrtc_options", v.nvrtc_options},
@@ -91,6 +121,9 @@ std::string readme(const ExportPlan& plan) {
     std::string serves = static_cast<int>(i) == plan.default_variant ? "default (overall champion)" : "";
     for (const auto& [f, index] : plan.family_variants)
       if (index == static_cast<int>(i)) serves += (serves.empty() ? "" : ", ") + std::string(family_name(f));
+    if (v.provenance.contains("buckets"))
+      for (const auto& b : v.provenance["buckets"])
+        if (b.is_string()) serves += (serves.empty() ? "bucket " : ", bucket ") + b.get<std::string>();
     std::string config;
     for (const auto& [k, value] : v.defines) config += (config.empty() ? "" : ",") + fmt::format("{}={}", k, value);
     s += fmt::format("| {} | {} | {} | {} |\n", v.name, v.template_name, config, serves);
@@ -143,10 +176,11 @@ std::map<std::string, std::string> render_submission(const ExportPlan& plan, con
   check_export_plan(plan);
   std::map<std::string, std::string> files;
 
+  const FileLayout layout = file_layout(plan);
   std::string submission = templates.submission_py;
   replace_placeholder(submission, "submission_template.py", "VARIANT_MANIFEST",
                       python_literal(variant_manifest_json(plan), 4, 2));
-  replace_placeholder(submission, "submission_template.py", "VARIANTS", python_literal(variant_table(plan), 4, 2));
+  replace_placeholder(submission, "submission_template.py", "VARIANTS", python_literal(variant_table(plan, layout), 4, 2));
   check_all_replaced(submission, "submission_template.py");
   files["submission.py"] = std::move(submission);
 
@@ -163,11 +197,8 @@ std::map<std::string, std::string> render_submission(const ExportPlan& plan, con
     if (!files.emplace(path, std::move(bytes)).second)
       throw std::invalid_argument("export: two files would be written to " + path);
   };
-  for (const ExportVariant& v : plan.variants) {
-    add("kernels/" + v.name + ".cu.txt", v.source);
-    add("kernels/" + v.name + ".cubin.b64.txt", base64_encode(v.cubin));
-    for (const auto& [name, text] : v.headers) add(header_file(v, name), text);
-  }
+  for (const auto& [path, text] : layout.files) add(path, text);
+  for (const ExportVariant& v : plan.variants) add("kernels/" + v.name + ".cubin.b64.txt", base64_encode(v.cubin));
   files["export_plan.json"] = plan_summary_json(plan).dump(2) + "\n";
   files["README.md"] = readme(plan);
 

@@ -4,6 +4,7 @@
 //   attn_tuner_dispatch.py   the shape -> variant rule, pure Python (export/dispatch_template.py)
 //   kernels/<v>.cubin.b64.txt  the cubin, base64;  kernels/<v>.cu.txt  its CUDA source (NVRTC fallback)
 //   kernels/<v>.inc.<name>.txt  headers the source includes with #include "name"
+//   (a source or header text that an earlier variant ships is not copied: the entry names that file)
 //   export_plan.json, README.md  provenance for people
 #pragma once
 #include <cstdint>

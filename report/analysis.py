@@ -168,26 +168,17 @@ def geomean(xs):
     return math.exp(statistics.fmean(math.log(x) for x in xs)) if xs else None
 
 
-def bucket_champions(data, work_by_run):
+def bucket_champions(data, cases_path):
     """Per shape bucket (t_max, batch*heads; issue 9's buckets): the whole-suite keep/discard iteration with
-    the lowest geometric mean of its per-case medians over the bucket's cases (only iterations that timed
-    every case of the bucket). Returns [{bucket, case_ids, iter, score_ms}] ordered by bucket."""
-    best = {}
-    for it in scored(data):
-        rows = data["cases"].get(it["id"], [])
-        work = work_by_run.get(it["run_id"], {})
-        by_bucket = {}
-        for c in rows:
-            w = work.get(c["case_id"])
-            if w is not None:
-                by_bucket.setdefault((w["t_max"], w["batch_heads"]), []).append(c)
-        for key, cs in by_bucket.items():
-            if any(c["median_ms"] is None or not c["passed"] for c in cs):
-                continue
-            g = geomean([c["median_ms"] for c in cs])
-            if key not in best or g < best[key]["score_ms"]:
-                best[key] = {"bucket": key, "case_ids": sorted(c["case_id"] for c in cs), "iter": it, "score_ms": g}
-    return [best[k] for k in sorted(best)]
+    the lowest geometric mean of its per-case medians over the bucket's cases, among those that timed and
+    passed every one. Computed by `attn-tuner report` (db/shape_buckets.cpp, the rule the export's bucket
+    champions use) into cases.json "buckets". Returns [{bucket, case_ids, iter, score_ms}] ordered by
+    bucket, `iter` the iteration's row of `data`."""
+    with open(cases_path) as f:
+        rows = json.load(f).get("buckets", [])
+    its = {it["id"]: it for it in data["iterations"]}
+    return [{"bucket": tuple(b["bucket"]), "case_ids": b["case_ids"], "iter": its[b["iter"]], "score_ms": b["score_ms"]}
+            for b in rows if b["iter"] in its]
 
 
 def load_baseline(path, suite):

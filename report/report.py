@@ -46,7 +46,7 @@ def build(args):
                 baseline_rows.append(dict(m, baseline_us=baseline[0][m["case_id"]]))
     ctx = {"out": out, "t0": runs[0]["start"], "runs": runs, "scored": scored, "ceilings": ceilings,
            "champion_metrics": champion_metrics, "metrics_of": metrics_of,
-           "buckets": an.bucket_champions(data, work_by_run), "baseline": baseline,
+           "buckets": an.bucket_champions(data, args.cases), "baseline": baseline,
            "baseline_path": args.baseline, "baseline_rows": baseline_rows}
 
     parts = [s(data, ctx) for s in (sections.timeline, sections.score, sections.parameters, sections.champions,

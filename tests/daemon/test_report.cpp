@@ -177,6 +177,19 @@ TEST(Report, FromAFakeWorkerRunShowsEverySectionAndTheNumbersOfQuery) {
     EXPECT_DOUBLE_EQ(set[i]["flops"].get<double>(), want["work"]["flops"].get<double>());
     EXPECT_DOUBLE_EQ(set[i]["floor_us"].get<double>(), want["work"]["floor_us"].get<double>());
   }
+  // Bucket champions (db/shape_buckets): smoke's buckets hold one case each, so each one's champion has the
+  // least passed median on that case among whole-suite keep/discard iterations, as SQL has it.
+  ASSERT_EQ(cases["buckets"].size(), 3u);
+  for (const auto& b : cases["buckets"]) {
+    ASSERT_EQ(b["case_ids"].size(), 1u);
+    const auto least = query_json(
+        f.db, fmt::format("sql \"SELECT min(c.median_ms) FROM case_results c JOIN iterations i ON i.id = "
+                          "c.iteration_id WHERE c.case_id = '{}' AND c.passed AND i.status IN ('keep', 'discard') "
+                          "AND i.fidelity = 'full' AND i.geomean_ms IS NOT NULL\"",
+                          b["case_ids"][0].get<std::string>()));
+    EXPECT_DOUBLE_EQ(b["score_ms"].get<double>(), std::stod(least["rows"][0][0].get<std::string>())) << b.dump();
+  }
+  EXPECT_NE(html.find("Per shape bucket (t_max, batch·heads)"), std::string::npos);
 
   // A second report replaces the first in place (a CSV baseline this time); a folder that holds anything
   // else is refused.

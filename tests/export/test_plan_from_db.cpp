@@ -13,7 +13,7 @@
 #include "export/plan_from_db.hpp"
 #include "export/shape_rules.hpp"
 #include "gpu/compiler.hpp"
-#include "tests/export/check_submission_py.hpp"
+#include "tests/export/export_db.hpp"
 #include "tests/export/helpers.hpp"
 #include "tests/test_support.hpp"
 #include "tuner/space.hpp"
@@ -25,96 +25,13 @@ namespace fs = std::filesystem;
 using test::run_command;
 using test::shell_quote;
 
-Config with(Config c, const std::map<std::string, std::int64_t>& changes) {
-  for (const auto& [k, v] : changes) c[k] = v;
-  return c;
-}
+using test::fake_cubin;
+using test::with;
+using DbFixture = test::ExportDb;
 
-/// Builds an experiment DB for suite "full" in a temp folder: one run, variants with cubin files,
-/// keep iterations with per-case medians, and champions.
-class DbFixture {
- public:
-  explicit DbFixture(const std::string& suite = "full")
-      : dir_(test::temp_dir("export-db")), db_(ExperimentDb::open(dir_ + "/attn-tuner.db")), suite_(suite) {
-    RunRecord run;
-    run.suite = suite;
-    run.suite_json = suite_to_manifest_json(builtin_suite(suite));
-    run.strategy = "test";
-    run.templates = {"fa2_mma"};
-    run.gpu_name = "test GPU";
-    run_id_ = db_.begin_run(run);
-  }
-
-  std::string path() const { return dir_ + "/attn-tuner.db"; }
-  std::string dir() const { return dir_; }
-  ExperimentDb& db() { return db_; }
-
-  /// A keep iteration of fa2_mma at `config` whose cubin file holds `cubin` (empty: no file, the path
-  /// still recorded); `latency(case)` gives each case's median. Returns the iteration number.
-  template <class Latency>
-  std::int64_t add_iteration(const Config& config, const std::vector<std::uint8_t>& cubin, Latency latency,
-                             const std::string& content_hash = "", bool compile_ok = true) {
-    const TemplateSpace space = TemplateSpace::load_named(default_templates_dir(), "fa2_mma");
-    CompilerOptions options;
-    options.use_cache = false;
-    VariantRecord v;
-    v.template_name = "fa2_mma";
-    v.params_json = config_to_json(config);
-    v.content_hash = content_hash.empty()
-                         ? Compiler(options).content_hash({space.source_path(), space.kernel(), config, {}})
-                         : content_hash;
-    v.compile_ok = compile_ok;
-    v.cubin_path = dir_ + "/" + v.content_hash + ".cubin";
-    if (!cubin.empty()) test::write_file(v.cubin_path, std::string(cubin.begin(), cubin.end()));
-    IterationRecord it;
-    it.run_id = run_id_;
-    it.variant_id = db_.upsert_variant(v);
-    it.suite = suite_;
-    it.template_name = "fa2_mma";
-    it.params_json = v.params_json;
-    it.iter = db_.begin_iteration(it);
-    it.status = IterationStatus::keep;
-    it.geomean_ms = 1.0;
-    for (const CaseSpec& c : builtin_suite(suite_)) {
-      CaseResultRecord r;
-      r.case_id = c.case_id;
-      r.family = c.family;
-      r.median_ms = latency(c);
-      r.samples = 10;
-      r.passed = true;
-      it.cases.push_back(r);
-    }
-    db_.finish_iteration(it);
-    return it.iter;
-  }
-
-  void champion(ChampionScope scope, std::int64_t iter, double score = 1.0) {
-    db_.set_champion({suite_, scope, iter, score, ""});
-  }
-
- private:
-  std::string dir_;
-  ExperimentDb db_;
-  std::string suite_;
-  std::int64_t run_id_ = 0;
-};
-
-std::vector<std::uint8_t> fake_cubin(int salt) {
-  std::vector<std::uint8_t> b(777 + salt);
-  for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<std::uint8_t>((i * 31 + salt) & 0xff);
-  return b;
-}
-
-test::CommandResult export_cli(const std::string& args) {
-  return run_command(shell_quote(test::binary_path()) + " export " + args);
-}
-
+using test::export_cli;
 nlohmann::json check_dir(const std::string& dir, const std::string& decoded_dir) {
-  const std::string script = test::temp_dir("export-checker") + "/check.py";
-  test::write_file(script, test::submission_checker_py());
-  const auto r = run_command("python3 " + shell_quote(script) + " " + shell_quote(dir) + " " + shell_quote(decoded_dir));
-  EXPECT_EQ(r.status, 0) << r.output;
-  return nlohmann::json::parse(r.output.substr(r.output.find('{')));
+  return test::check_submission_dir(dir, decoded_dir);
 }
 
 TEST(ExportFromDb, ChampionsOfFullBecomeASubmissionThatDispatchesEachFamilyToItsChampion) {

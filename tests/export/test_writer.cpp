@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "export/encoding.hpp"
@@ -40,10 +41,14 @@ TEST_F(ExportWriter, HandMadePlanPassesTheHarnessRulesAndRoundTripsCubins) {
   const std::string out = test::temp_dir("export-writer") + "/sub";
   write_submission_dir(plan, load_submission_templates(), out, false);
   for (const char* f : {"submission.py", "attn_tuner_dispatch.py", "export_plan.json", "README.md",
-                        "kernels/fa2_mma_i7.cu.txt", "kernels/fa2_mma_i7.cubin.b64.txt", "kernels/fa2_mma_i9.cu.txt",
+                        "kernels/fa2_mma_i7.cu.txt", "kernels/fa2_mma_i7.cubin.b64.txt",
                         "kernels/fa2_mma_i9.cubin.b64.txt"})
     EXPECT_TRUE(fs::is_regular_file(out + "/" + f)) << f;
-  EXPECT_EQ(test::read_file(out + "/kernels/fa2_mma_i9.cu.txt"), plan.variants[1].source);
+  // Both variants are fa2_mma: one copy of the source, which i9's entry names.
+  EXPECT_FALSE(fs::exists(out + "/kernels/fa2_mma_i9.cu.txt"));
+  EXPECT_EQ(test::read_file(out + "/kernels/fa2_mma_i7.cu.txt"), plan.variants[1].source);
+  const std::string submission = test::read_file(out + "/submission.py");
+  EXPECT_EQ(submission.find("fa2_mma_i9.cu.txt"), std::string::npos);
 
   const std::string decoded = test::temp_dir("export-decoded");
   const auto report = check_dir(out, decoded);
@@ -60,6 +65,30 @@ TEST_F(ExportWriter, HandMadePlanPassesTheHarnessRulesAndRoundTripsCubins) {
   // No temporary folders left beside the output.
   for (const auto& e : fs::directory_iterator(fs::path(out).parent_path()))
     EXPECT_EQ(e.path().filename().string().find(".sub.export-"), std::string::npos) << e.path();
+}
+
+TEST_F(ExportWriter, SixteenVariantsOfOneTemplateShareItsSourceAndHeaders) {
+  // fa3_tma includes about ten headers: a copy per variant would be 16 * 12 files, over the harness's 128.
+  ExportPlan plan = test::hand_made_plan();
+  ExportVariant base = plan.variants[0];
+  for (int h = 0; h < 10; ++h) base.headers.emplace_back(fmt::format("blocks/h{}.cuh", h), fmt::format("// header {}\n", h));
+  plan.variants.clear();
+  for (int i = 0; i < kMaxExportVariants; ++i) {
+    ExportVariant v = base;
+    v.name = fmt::format("fa2_mma_i{}", 100 + i);
+    v.cubin.push_back(static_cast<std::uint8_t>(i));  // distinct cubins
+    plan.variants.push_back(std::move(v));
+  }
+  plan.variants[15].headers[3].second = "// header 3, edited\n";  // one text differs: its own file
+  const auto files = render_submission(plan, load_submission_templates());
+  EXPECT_EQ(files.size(), 4u + 16u + 1u + 10u + 1u);
+  EXPECT_TRUE(files.count("kernels/fa2_mma_i115.inc.blocks_h3.cuh.txt"));
+  EXPECT_FALSE(files.count("kernels/fa2_mma_i115.inc.blocks_h2.cuh.txt"));
+  const std::string out = test::temp_dir("export-writer") + "/sub";
+  write_submission_dir(plan, load_submission_templates(), out, false);
+  const auto report = check_dir(out);  // every source_file and header path of _VARIANTS exists
+  EXPECT_TRUE(report["problems"].empty()) << report.dump(2);
+  EXPECT_EQ(report["variants"].size(), 16u);
 }
 
 TEST_F(ExportWriter, ManifestIsOneCatchAllWhenOneVariantServesEveryFamily) {

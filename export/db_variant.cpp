@@ -1,0 +1,141 @@
+#include "export/db_variant.hpp"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "gpu/compiler.hpp"
+#include "tuner/proposal_template.hpp"
+#include "tuner/space.hpp"
+
+namespace attn {
+namespace fs = std::filesystem;
+namespace {
+
+std::string identifier_part(const std::string& s) {
+  std::string out = s;
+  for (char& ch : out)
+    if (!((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_')) ch = '_';
+  return out.substr(0, 40);
+}
+
+std::string read_text(const std::string& path, const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::invalid_argument("cannot read " + what + " '" + path + "'");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// A temporary folder, removed with its contents on destruction.
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char tmpl[] = "/tmp/attn-export-XXXXXX";
+    if (!::mkdtemp(tmpl)) throw std::runtime_error("export: cannot make a temporary folder");
+    path = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+};
+
+}  // namespace
+
+std::string export_variant_name(const std::string& template_name, std::int64_t iter) {
+  return identifier_part(template_name) + "_i" + std::to_string(iter);
+}
+
+ExportVariant load_export_variant(const IterationRecord& it, const VariantRecord& vr,
+                                  const std::vector<std::string>& scopes, bool allow_stale_source,
+                                  const std::string& templates_dir, const std::optional<ProposalRecord>& proposal) {
+  const std::int64_t iter = it.iter;
+  std::optional<TempDir> proposal_dir;
+  TemplateSpace space = [&] {
+    try {
+      if (proposal) {
+        proposal_dir.emplace();
+        return TemplateSpace::load(write_proposal_template(*proposal, proposal_dir->path));
+      }
+      return TemplateSpace::load_named(templates_dir, vr.template_name);
+    } catch (const std::exception& e) {
+      throw std::invalid_argument(fmt::format("iteration {}: template '{}' not usable from '{}': {}", iter,
+                                              vr.template_name,
+                                              proposal ? fmt::format("proposal {} in the DB", proposal->id) : templates_dir,
+                                              e.what()));
+    }
+  }();
+  ExportVariant v;
+  v.name = export_variant_name(vr.template_name, iter);
+  v.template_name = vr.template_name;
+  v.kernel = space.kernel();
+  v.defines = config_from_json(vr.params_json);
+  v.source = read_text(space.source_path(), "template source");
+  v.headers = local_includes(space.source_path());
+
+  CompilerOptions compiler_options;
+  compiler_options.use_cache = false;
+  const Compiler compiler(compiler_options);
+  const CompileRequest request{space.source_path(), space.kernel(), v.defines, {}};
+  const std::string hash = compiler.content_hash(request);
+  const bool source_matches = hash == vr.content_hash;
+  if (!source_matches && !allow_stale_source)
+    throw std::invalid_argument(fmt::format(
+        "iteration {} ({} {}): {} now hashes to {}, not to the variant's content hash {}: the template source, its "
+        "headers, the NVRTC options or the NVRTC version changed since it was compiled, so the exported source "
+        "would not be the cubin's. Re-tune, or pass --allow-stale-source to export the cubin with the current source",
+        iter, vr.template_name, vr.params, space.source_path(), hash, vr.content_hash));
+  for (const auto& opt : compiler.nvrtc_options(request))
+    if (opt.rfind("-arch", 0) != 0 && opt.rfind("-I", 0) != 0 && opt.rfind("-D", 0) != 0 &&
+        opt.rfind("--ptxas-options", 0) != 0)
+      v.nvrtc_options.push_back(opt);
+
+  std::string cubin_origin = "db cubin_path";
+  if (!vr.cubin_path.empty() && fs::is_regular_file(vr.cubin_path)) {
+    const std::string bytes = read_text(vr.cubin_path, "cubin");
+    v.cubin.assign(bytes.begin(), bytes.end());
+  } else if (source_matches) {
+    const CompiledVariant compiled = compiler.compile(request);
+    if (!compiled.ok)
+      throw std::invalid_argument(fmt::format("iteration {}: cubin '{}' is gone and recompiling {} failed: {}", iter,
+                                              vr.cubin_path, vr.template_name, compiled.log));
+    v.cubin.assign(compiled.cubin.begin(), compiled.cubin.end());
+    cubin_origin = "recompiled (cubin_path missing)";
+  } else {
+    throw std::invalid_argument(fmt::format(
+        "iteration {}: cubin '{}' is gone and the template changed since, so it cannot be rebuilt", iter, vr.cubin_path));
+  }
+  if (v.cubin.empty()) throw std::invalid_argument(fmt::format("iteration {}: cubin '{}' is empty", iter, vr.cubin_path));
+
+  v.provenance = {{"iteration", iter},
+                  {"variant_id", vr.id},
+                  {"content_hash", vr.content_hash},
+                  {"params", vr.params},
+                  {"scopes", scopes},
+                  {"geomean_ms", it.geomean_ms ? nlohmann::json(*it.geomean_ms) : nlohmann::json(nullptr)},
+                  {"window_ms", it.window_ms ? nlohmann::json(*it.window_ms) : nlohmann::json(nullptr)},
+                  {"global_ms", it.global_ms ? nlohmann::json(*it.global_ms) : nlohmann::json(nullptr)},
+                  {"retrieval_ms", it.retrieval_ms ? nlohmann::json(*it.retrieval_ms) : nlohmann::json(nullptr)},
+                  {"registers", vr.registers ? nlohmann::json(*vr.registers) : nlohmann::json(nullptr)},
+                  {"spill_bytes", vr.spill_bytes ? nlohmann::json(*vr.spill_bytes) : nlohmann::json(nullptr)},
+                  {"cubin", cubin_origin},
+                  {"source_matches_cubin", source_matches}};
+  if (proposal) {
+    v.provenance["proposal"] = proposal->id;
+    v.provenance["proposal_description"] = proposal->description;
+    v.provenance["proposal_parent"] = proposal->parent_template;
+  }
+  return v;
+}
+
+
+}  // namespace attn
