@@ -27,7 +27,7 @@ struct RunOptions {
   std::int64_t root_seed = 0;           ///< seeds of quick/full/broad cases
   std::vector<std::string> templates;   ///< template names; empty = every kernels_templates/*.json
   std::string templates_dir;            ///< "" = default_templates_dir()
-  std::string strategy = "local";
+  std::string strategy = "evolutionary";  /// default chosen by replay (docs/results.md, 2026-11-23)
   std::uint64_t seed = 1;
   std::optional<double> budget_s;       ///< wall-clock budget of this run
   std::optional<std::int64_t> max_iterations;

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Official harness, gen-2 export vs gen-1 baseline side by side on one machine, interleaved (gen2, gen1,
+# gen2, gen1, ...), RUNS runs each, for the medians of docs/results.md. Exports both first
+# (step_export_check.sh with no timer suites): gen-2 from runs/attn-tuner.db. Needs .harness and .harness_run
+# carried; every run's JSON goes to $OUT/harness_runs.jsonl (step_harness.sh), then the medians are printed.
+# usage: scripts/device/step_harness_ab.sh SUITE RUNS   (e.g. full 3)
+set -uo pipefail
+suite=$1 runs=$2
+scripts/device/step_export_check.sh ""
+for ((r = 1; r <= runs; r++)); do
+  for sub in sub_gen2 sub_gen1; do
+    scripts/device/step_harness.sh "runs/$sub" "$sub" "$suite:1" | sed "s/ run 1:/ pair $r:/"
+  done
+done
+python3 - "$OUT/harness_runs.jsonl" <<'PY'
+import json, statistics, sys
+runs = [json.loads(l) for l in open(sys.argv[1])]
+for label in ("sub_gen2", "sub_gen1"):
+    s = [r.get("geometric_mean_family_latency_ms") for r in runs if r.get("seed_label") == label]
+    ok = [x for x in s if x]
+    valid = all(r.get("overall_valid") for r in runs if r.get("seed_label") == label)
+    print(f"{label}: runs {s} median {statistics.median(ok) if ok else None} all valid {valid}")
+PY
