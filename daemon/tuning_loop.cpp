@@ -48,9 +48,11 @@ std::vector<std::string> resolve_templates(const RunOptions& o, const std::strin
   return names;
 }
 
-/// The source checkout's commit, for the run record ("" when unknown).
+/// The source checkout's commit when the run starts, "-dirty" appended when the tree has uncommitted
+/// changes (a build from such a tree is not that commit), for the run record ("" when unknown).
 std::string git_commit() {
-  const std::string cmd = std::string("git -C '") + ATTN_SOURCE_DIR + "' rev-parse --short HEAD 2>/dev/null";
+  const std::string cmd =
+      std::string("git -C '") + ATTN_SOURCE_DIR + "' describe --always --dirty --abbrev=7 --exclude='*' 2>/dev/null";
   std::string out;
   if (FILE* p = ::popen(cmd.c_str(), "r")) {
     char buf[64];
