@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 
 #include "gpu/compiler.hpp"
+#include "tests/test_support.hpp"
 #include "tuner/space.hpp"
 
 namespace attn::test {
@@ -40,6 +41,18 @@ std::string shell_quote(const std::string& s) {
   std::string out = "'";
   for (char ch : s) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
   return out + "'";
+}
+
+std::string dispatch_picks(const std::string& submission_dir, const std::string& shapes_json) {
+  const std::string shapes_file = temp_dir("export-shapes") + "/shapes.json";
+  write_file(shapes_file, shapes_json);
+  const auto py = run_command("python3 -c " +
+                              shell_quote("import json, sys\nsys.path.insert(0, sys.argv[1])\n"
+                                          "import attn_tuner_dispatch as d\n"
+                                          "print(json.dumps([d.pick_variant(*s) for s in json.load(open(sys.argv[2]))]))") +
+                              " " + shell_quote(submission_dir) + " " + shell_quote(shapes_file));
+  if (py.status != 0) throw std::runtime_error("dispatch_picks: python3 failed:\n" + py.output);
+  return py.output;
 }
 
 std::string read_file(const std::string& path) {

@@ -22,6 +22,12 @@ bool python3_torch_cuda_available();
 /// Single-quoted for /bin/sh.
 std::string shell_quote(const std::string& s);
 
+/// The exported dispatch's picks: attn_tuner_dispatch.pick_variant(batch, heads, t_max, col_width) of the
+/// submission folder `submission_dir` for each shape of `shapes` (a JSON array of 4-element arrays), run
+/// through python3. The JSON array of variant indices it printed; throws std::runtime_error with python's
+/// output when it fails.
+std::string dispatch_picks(const std::string& submission_dir, const std::string& shapes_json);
+
 std::string read_file(const std::string& path);
 void write_file(const std::string& path, const std::string& text);
 

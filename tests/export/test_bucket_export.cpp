@@ -172,15 +172,7 @@ TEST(ExportBuckets, TheCliPrintsEveryBucketAndTheSubmissionDispatchesTheBucketIn
     }
   }
   EXPECT_GT(to_bucket, 0);
-  const std::string shapes_file = test::temp_dir("export-shapes") + "/shapes.json";
-  test::write_file(shapes_file, shapes.dump());
-  const auto py = test::run_command("python3 -c " +
-                                    shell_quote("import json, sys\nsys.path.insert(0, sys.argv[1])\n"
-                                                "import attn_tuner_dispatch as d\n"
-                                                "print(json.dumps([d.pick_variant(*s) for s in json.load(open(sys.argv[2]))]))") +
-                                    " " + shell_quote(out) + " " + shell_quote(shapes_file));
-  ASSERT_EQ(py.status, 0) << py.output;
-  EXPECT_EQ(nlohmann::json::parse(py.output), expected);
+  EXPECT_EQ(nlohmann::json::parse(test::dispatch_picks(out, shapes.dump())), expected);
 
   const auto plain = test::export_cli("--db " + shell_quote(d.f.path()) + " --out " + shell_quote(out) +
                                       " --force --no-buckets");

@@ -122,15 +122,7 @@ TEST(ExportFromDb, ChampionsOfFullBecomeASubmissionThatDispatchesEachFamilyToIts
   EXPECT_GE(sole, 8);  // window-3, global-3 and retrieval-3 at least
   shapes.push_back({1, 16, 4096, 250});  // a quick-suite shape: never tuned -> default
   expected.push_back(0);
-  const std::string shapes_file = test::temp_dir("export-shapes") + "/shapes.json";
-  test::write_file(shapes_file, shapes.dump());
-  const auto py = run_command("python3 -c " +
-                              shell_quote("import json, sys\nsys.path.insert(0, sys.argv[1])\n"
-                                          "import attn_tuner_dispatch as d\n"
-                                          "print(json.dumps([d.pick_variant(*s) for s in json.load(open(sys.argv[2]))]))") +
-                              " " + shell_quote(out) + " " + shell_quote(shapes_file));
-  ASSERT_EQ(py.status, 0) << py.output;
-  EXPECT_EQ(nlohmann::json::parse(py.output), expected);
+  EXPECT_EQ(nlohmann::json::parse(test::dispatch_picks(out, shapes.dump())), expected);
 
   // A second export into the same folder needs --force.
   const auto again = export_cli("--db " + shell_quote(f.path()) + " --out " + shell_quote(out));
