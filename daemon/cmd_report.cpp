@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -90,9 +91,10 @@ void run_report(const ReportOptions& o) {
   std::optional<ChampionRecord> champion;
   std::string suite = o.suite;
   std::string gpu;
+  std::optional<ExperimentDb> db;  // open from here to the bucket champions below
   try {
-    auto db = ExperimentDb::open(o.db, ExperimentDb::Mode::read_only);
-    runs = db.runs();
+    db.emplace(ExperimentDb::open(o.db, ExperimentDb::Mode::read_only));
+    runs = db->runs();
     if (runs.empty())
       throw CliError(fmt::format("report: {} has no runs yet: nothing to report (start one with `attn-tuner run`)",
                                  o.db));
@@ -108,8 +110,8 @@ void run_report(const ReportOptions& o) {
                                  fmt::join(names, ", ")));
     runs = std::move(mine);
     gpu = runs.back().gpu_name;
-    if (auto c = db.champion(suite, ChampionScope::overall)) {
-      if (auto it = db.iteration(c->iteration_id))
+    if (auto c = db->champion(suite, ChampionScope::overall)) {
+      if (auto it = db->iteration(c->iteration_id))
         for (const auto& r : runs)
           if (r.id == it->run_id) gpu = r.gpu_name;  // % of peak on the GPU the champion was timed on
     }
@@ -132,8 +134,7 @@ void run_report(const ReportOptions& o) {
     throw CliError(fmt::format("report: {}", e.what()));
   }
   try {  // bucket champions: the rule the export uses (db/shape_buckets.hpp), computed here for report.py
-    auto db = ExperimentDb::open(o.db, ExperimentDb::Mode::read_only);
-    cases["buckets"] = report_bucket_champions(db, runs);
+    cases["buckets"] = report_bucket_champions(*db, runs);
   } catch (const std::invalid_argument& e) {
     throw CliError(fmt::format("report: {}", e.what()));
   } catch (const std::exception& e) {

@@ -576,8 +576,7 @@ class Loop {
       auto p = search_.next();
       if (!p) return;
       search_.state(p->template_name).mark_pending(p->proposal.config);
-      CompileRequest req{sources_.at(p->template_name), kernels_.at(p->template_name), p->proposal.config, {}};
-      inflight_.push_back({*p, pool_.submit(std::move(req))});
+      inflight_.push_back({*p, pool_.submit(compile_request(p->template_name, p->proposal.config))});
     }
   }
 
@@ -691,6 +690,11 @@ class Loop {
     it.sm_clock_mhz = mhz[mhz.size() / 2];
   }
 
+  /// The NVRTC request of `cfg` of template `tname` (its source and kernel as loaded).
+  CompileRequest compile_request(const std::string& tname, const Config& cfg) const {
+    return {sources_.at(tname), kernels_.at(tname), cfg, {}};
+  }
+
   void evaluate(InFlight& job, GpuSlot& slot) {
     const std::string& tname = job.proposal.template_name;
     const Config& cfg = job.proposal.proposal.config;
@@ -715,7 +719,7 @@ class Loop {
     // A header that could not be read is the file system's fault, not the config's: compile again a few
     // times (an editor or a sync rewriting the folder), then stop the run with the reason; the config
     // stays unevaluated, so a resumed run takes it up.
-    const CompileRequest again{sources_.at(tname), kernels_.at(tname), cfg, {}};
+    const CompileRequest again = compile_request(tname, cfg);
     for (int attempt = 1; !cv.ok && cv.transient && attempt <= kTransientCompileRetries; ++attempt) {
       spdlog::warn("iter {}: {}; compiling again in {} s ({}/{})", it.iter, compile_error_line(cv.log),
                    kTransientCompileWait.count(), attempt, kTransientCompileRetries);

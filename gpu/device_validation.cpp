@@ -14,10 +14,6 @@ namespace {
 constexpr unsigned kThreads = 256;
 constexpr int kCounters = 3;  // per output: elements outside the tolerance, max diff bits, one-finite flag
 
-std::string validator_source(const std::string& templates_dir, const std::string& source) {
-  if (!source.empty()) return source;
-  return (std::filesystem::path(templates_dir) / "validate_outputs.cu").string();
-}
 
 /// The harness's max abs diff from the counters: inf when a pair had exactly one finite member.
 double max_diff(const unsigned* counters) {
@@ -27,10 +23,10 @@ double max_diff(const unsigned* counters) {
 
 }  // namespace
 
-DeviceValidator::DeviceValidator(const Context& ctx, const Compiler& compiler, const std::string& templates_dir,
-                                 const std::string& source)
+DeviceValidator::DeviceValidator(const Context& ctx, const Compiler& compiler, const std::string& templates_dir)
     : ctx_(ctx),
-      module_(compile_helper(compiler, validator_source(templates_dir, source), "validate_o_bf16")),
+      module_(compile_helper(compiler, (std::filesystem::path(templates_dir) / "validate_outputs.cu").string(),
+                             "validate_o_bf16")),
       o_fn_(module_->function("validate_o_bf16")),
       lse_fn_(module_->function("validate_lse_fp32")),
       counters_(2 * kCounters * sizeof(unsigned)) {}

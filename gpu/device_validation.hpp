@@ -18,10 +18,9 @@ namespace attn {
 /// case's outputs (o, lse of the DeviceCase) against its device copy of the reference.
 class DeviceValidator {
  public:
-  /// `source` empty: <templates_dir>/validate_outputs.cu, templates_dir as CaseBuilderOptions. Throws
-  /// std::runtime_error with the NVRTC log when the kernels do not compile.
-  DeviceValidator(const Context& ctx, const Compiler& compiler, const std::string& templates_dir = "",
-                  const std::string& source = "");
+  /// Compiles <templates_dir>/validate_outputs.cu (the helper kernels' folder, CaseBuilder::templates_dir).
+  /// Throws std::runtime_error with the NVRTC log when the kernels do not compile.
+  DeviceValidator(const Context& ctx, const Compiler& compiler, const std::string& templates_dir);
   ~DeviceValidator();
   DeviceValidator(const DeviceValidator&) = delete;
   DeviceValidator& operator=(const DeviceValidator&) = delete;
