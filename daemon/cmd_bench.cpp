@@ -25,6 +25,7 @@ struct BenchOptions {
   std::vector<std::string> defines;  ///< NAME=VALUE macros outside the space (measurement-only switches)
   std::int64_t root_seed = 0;
   bool json = false;
+  bool validate = true;  ///< false: time only (ablation builds whose outputs are knowingly wrong)
   int device = 0;
   double tflops = 989, tbps = 3.35;  // H100 SXM datasheet (roofline.hpp Ceilings)
   double eval_deadline_s = 600, prepare_deadline_s = 900;
@@ -90,7 +91,7 @@ void run_bench(const BenchOptions& o) {
   const PrepareResponse prep =
       client.prepare(suite, std::chrono::milliseconds(std::int64_t(o.prepare_deadline_s * 1000)));
   if (!prep.status.ok()) throw std::runtime_error(fmt::format("bench: prepare: {} ({})", prep.status.name(), prep.status.message));
-  EvalRequest req{v.cubin_path, space.kernel(), o.timing, true, true};
+  EvalRequest req{v.cubin_path, space.kernel(), o.timing, o.validate, true, {}};
   const EvalResponse r = client.eval(req, std::chrono::milliseconds(std::int64_t(o.eval_deadline_s * 1000)));
 
   const Ceilings ceil{o.tflops * 1e12, o.tbps * 1e12};
@@ -170,6 +171,9 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--manifest", o->manifest, "suite manifest JSON file (harness format)")->excludes(suite);
   cmd->add_option("--seed", o->root_seed, "root seed of the built-in suite's per-case seeds");
   cmd->add_flag("--json", o->json, "print one JSON object instead of the table");
+  cmd->add_flag("--no-validate{false}", o->validate,
+                "time without checking the outputs (ablation builds that remove work on purpose, e.g. fa3_tma's "
+                "ABLATE_* switches); the pass column then reads '-'");
   cmd->add_option("--templates", o->templates_dir, "templates folder");
   cmd->add_option("--cache", o->cache_dir, "compile cache folder");
   cmd->add_option("--device", o->device, "CUDA device ordinal")->check(CLI::NonNegativeNumber);

@@ -1,6 +1,7 @@
 // `attn-tuner compile`: NVRTC-compile configs of a template (no GPU needed) and print each variant's
 // resources (registers, spills, stack, static smem), compile time and whether the cache answered.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <thread>
@@ -51,7 +52,8 @@ void run_compile(const CompileCliOptions& o) {
   copts.cache_dir = o.cache_dir;
   copts.use_cache = !o.no_cache;
   const Compiler compiler(copts);
-  CompilePool pool(compiler, std::max(1u, std::min<unsigned>(o.jobs, unsigned(configs.size()))));
+  const unsigned pool_jobs = std::max(1u, std::min<unsigned>(o.jobs, unsigned(configs.size())));
+  CompilePool pool(compiler, pool_jobs);
   std::vector<std::future<CompiledVariant>> futures;
   for (const auto& c : configs)
     futures.push_back(pool.submit({space.source_path(), space.kernel(), c, o.nvrtc_options}));
@@ -60,10 +62,15 @@ void run_compile(const CompileCliOptions& o) {
              o.no_cache ? "off" : compiler.cache_dir());
   fmt::print("{:<6} {:>5} {:>9} {:>9} {:>6} {:>7} {:>9} {:<5} {:<8} {}\n", "status", "regs", "spill_st",
              "spill_ld", "stack", "smem", "ms", "cache", "hash", "config");
-  int failures = 0;
+  int failures = 0, hits = 0, spilling = 0;
+  double nvrtc_ms = 0;
+  const auto t0 = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < futures.size(); ++i) {
     const CompiledVariant v = futures[i].get();
     const auto& r = v.resources;
+    hits += v.cache_hit ? 1 : 0;
+    spilling += v.ok && (r.spill_stores > 0 || r.spill_loads > 0) ? 1 : 0;
+    nvrtc_ms += v.cache_hit ? 0 : v.compile_ms;
     fmt::print("{:<6} {:>5} {:>9} {:>9} {:>6} {:>7} {:>9.1f} {:<5} {:<8} {}\n", v.ok ? "ok" : "FAIL",
                r.registers, r.spill_stores, r.spill_loads, r.stack_frame, r.static_smem, v.compile_ms,
                v.cache_hit ? "hit" : "miss", v.hash.substr(0, 8), config_to_compact(configs[i]));
@@ -75,6 +82,10 @@ void run_compile(const CompileCliOptions& o) {
     }
     std::fflush(stdout);
   }
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  fmt::print("summary: {} config(s), {} ok, {} failed, {} from the cache, {} spilling; NVRTC {:.0f} s over {} "
+             "job(s), wall {:.0f} s\n",
+             configs.size(), configs.size() - failures, failures, hits, spilling, nvrtc_ms / 1e3, pool_jobs, wall_s);
   if (failures)
     throw std::runtime_error(fmt::format("compile: {} of {} config(s) failed", failures, configs.size()));
 }

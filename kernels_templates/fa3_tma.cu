@@ -17,13 +17,14 @@
 //   SCHEDULE       0 one CTA per work tile, 1 persistent static, 2 persistent dynamic (tile_scheduler.cuh)
 //   ORDER          work order: 0 longest first, 1 shortest first, 2 head-major (tile_scheduler.cuh)
 //   KV_ORDER       0 CSR order (diagonal block last), 1 reversed (diagonal block, the masked one, first)
-//   OVERLAP        1 softmax of tile i overlaps P V of tile i-1 (FA3 intra-warpgroup)
+//   OVERLAP        1 softmax of tile i overlaps P V of tile i-1 (FA3 intra-warpgroup); 2 also across work tiles
 //   PINGPONG       1 the two consumer warpgroups take turns issuing GEMMs (FA3 inter-warpgroup)
 //   EPILOGUE       0 direct stores, 1 via shared memory, 2 via shared memory + TMA store
 //   CONVERTERS     warps of the producer warpgroup that convert V (1..3)
 //   FOLD_SCALE     1 softmax scale folded into the exp2 FMA, 0 a separate multiply
 //   RESCALE_SKIP   1 skip the O rescale when no row maximum of the warp moved
 //   Q_BUFFERS      2 the next work tile's Q loads while this one computes; 1 one Q buffer
+// Measurement-only switches (bench --define, outside the space): FOLD_SCALE, ABLATE (blocks/traits.cuh).
 #include "blocks/consumer.cuh"
 #include "blocks/producer.cuh"
 #include "blocks/traits.cuh"
@@ -74,10 +75,13 @@
 #ifndef Q_BUFFERS
 #define Q_BUFFERS 2
 #endif
+#ifndef ABLATE
+#define ABLATE 0  // measurement only, outside the space: Fa3Traits::kAblate (blocks/traits.cuh)
+#endif
 
 namespace {
 using Traits = hopper::Fa3Traits<CONSUMERS, BLOCK_N, STAGES, PRODUCER_REGS, CTAS_PER_SM, EPILOGUE, SCHEDULE, ORDER,
-                                 KV_ORDER, OVERLAP, PINGPONG, CONVERTERS, Q_BUFFERS>;
+                                 KV_ORDER, OVERLAP, PINGPONG, CONVERTERS, Q_BUFFERS, ABLATE>;
 }  // namespace
 
 // {threads, dynamic smem bytes, BLOCK_M, grid mode (0 ABI grid, 1 persistent), tensor-map box rows of

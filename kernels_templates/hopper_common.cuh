@@ -111,6 +111,13 @@ __device__ __forceinline__ void convert_own_v_chunks(unsigned char* tile, int ti
 }
 
 
+// ATTN_ROWSUM_CHAINS: partial sums per row in softmax_tile (1, 2 or 4; measurement switch, bench --define).
+// Four chains measured slower than one on the H100 (fa3_tma champion, full 221.3 vs 218.1 us, broad 236.4
+// vs 229.6 us: docs/gen2-results.md, 2026-11-23), so one chain is the default.
+#ifndef ATTN_ROWSUM_CHAINS
+#define ATTN_ROWSUM_CHAINS 1
+#endif
+
 // KEYS: keys per tile (the S accumulator width). Mask (diagonal kv block only: causal and keys at or
 // past seq_len), online softmax in the exp2 domain, and P packed as fp16 wgmma A fragments. s: the S accumulator of one warpgroup tile (row qpos and
 // qpos + 8 of this thread, key columns key0 + 8j + 2(lane%4) + {0,1}). Updates row_max (log2 domain,
@@ -142,7 +149,7 @@ __device__ __forceinline__ void softmax_tile(float (&s)[KEYS / 2], unsigned (&pa
     const float base = (m_new == ATTN_NEG_INF) ? 0.f : m_new;  // no -inf - -inf
     alpha[hr] = fast_exp2(row_max[hr] - base);
     row_max[hr] = m_new;
-    float sum = 0.f;
+    float part[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
     for (int j = 0; j < kNTiles; ++j)
 #pragma unroll
@@ -150,9 +157,9 @@ __device__ __forceinline__ void softmax_tile(float (&s)[KEYS / 2], unsigned (&pa
         const float x = s[j * 4 + 2 * hr + e];
         const float p = fast_exp2(FOLD ? fmaf(x, kScaleLog2, -base) : __fsub_rn(__fmul_rn(x, kScaleLog2), base));
         s[j * 4 + 2 * hr + e] = p;
-        sum += p;
+        part[(2 * j + e) % ATTN_ROWSUM_CHAINS] += p;
       }
-    row_sum[hr] = row_sum[hr] * alpha[hr] + sum;
+    row_sum[hr] = row_sum[hr] * alpha[hr] + ((part[0] + part[1]) + (part[2] + part[3]));
   }
 #pragma unroll
   for (int kk = 0; kk < KEYS / 16; ++kk)

@@ -4,6 +4,10 @@
 // (hopper_common.cuh), O += P V (wgmma m64n128k16, P fp16 from registers, V fp16 MN-major).
 //   OVERLAP 1   FlashAttention-3's intra-warpgroup pipelining: S of tile i is issued before P V of tile
 //               i-1, and the softmax of tile i runs while P V of tile i-1 is on the tensor cores.
+//   OVERLAP 2   as 1, and carried across work tiles: the last P V of a work tile is issued with the first
+//               Q K^T of the next one, whose softmax runs under it; the epilogue follows (rows of the
+//               challenge's window families have only 2-10 kv tiles, so the drain at every work tile
+//               boundary is a large share of the time: docs/gen2-results.md, ablation).
 //   PINGPONG 1  FlashAttention-3's inter-warpgroup ping-pong: the two consumer warpgroups take turns to
 //               issue their GEMMs (named barriers 3 and 4), so one's softmax hides under the other's GEMMs.
 //   RESCALE_SKIP 1  O is rescaled only when some row maximum of the warp moved (alpha != 1).
@@ -32,6 +36,25 @@ struct Turns {
   }
 };
 
+/// The tile's online softmax (hopper_common.cuh softmax_tile), or under ABLATE bit 2 only P = fp16(S).
+template <class T, bool Fold, int kN = T::kBlockN>
+__device__ __forceinline__ void softmax(float (&s)[kN / 2], unsigned (&pa)[kN / 16][4], float (&alpha)[2],
+                                        float (&row_max)[2], float (&row_sum)[2], bool diagonal, int qpos,
+                                        int key0, int seq_len, int lane) {
+  if constexpr (T::kNoSoftmax) {
+    alpha[0] = alpha[1] = 1.f;
+    row_max[0] = row_max[1] = 0.f;
+    row_sum[0] = row_sum[1] = 1.f;
+#pragma unroll
+    for (int kk = 0; kk < kN / 16; ++kk)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) pa[kk][e] = pack_half2(s[8 * kk + 2 * e], s[8 * kk + 2 * e + 1]);
+  } else {
+    softmax_tile<kN, Fold>(s, pa, alpha, row_max, row_sum, diagonal, qpos, key0, seq_len, lane);
+    if constexpr (T::kNoRowSum) row_sum[0] = row_sum[1] = 1.f;
+  }
+}
+
 template <class T, bool Fold, bool RescaleSkip>
 __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* smem, const AttnTmaps& maps,
                                         const KernelArgs& a, int cwg, int tid) {
@@ -51,7 +74,7 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
     for (int j = 0; j < kN / 2; ++j) sc[j] = 0.f;
     wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < 8; ++kk)
+    for (int kk = 0; kk < (T::kNoQk ? 0 : 8); ++kk)
       wgmma_qk(sc, desc_add(q_desc, (kk >> 2) * T::kQHalf + (kk & 3) * 32),
                desc_add(k_desc, (kk >> 2) * T::kKvHalf + (kk & 3) * 32));
     wgmma_commit();
@@ -59,10 +82,11 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
   auto issue_pv = [&](int slot) {
     const unsigned long long v_desc = make_desc(pl.v(slot), T::kKvHalf, 1024);
 #pragma unroll
-    for (int kk = 0; kk < kN / 16; ++kk) wgmma_rs_n128_tb(acc, pa[kk], desc_add(v_desc, kk * 2048));
+    for (int kk = 0; kk < (T::kNoPv ? 0 : kN / 16); ++kk) wgmma_rs_n128_tb(acc, pa[kk], desc_add(v_desc, kk * 2048));
     wgmma_commit();
   };
   auto rescale = [&](const float (&alpha)[2]) {
+    if constexpr (T::kNoSoftmax) return;
     if (RescaleSkip && !__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) return;
 #pragma unroll
     for (int j = 0; j < 16; ++j)
@@ -76,6 +100,31 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
   };
   auto release = [&](int slot) { mbar_arrive(pl.kv_empty(slot)); };  // the slot goes back to the producer
 
+  // OVERLAP 2: the work tile whose last P V is pending (carried into the next work tile).
+  struct Pending {
+    __nv_bfloat16* o_rows;
+    float* lse_rows;
+    int q_pos0, seq_len, row_out;
+    float row_max[2], row_sum[2];
+  } held{};
+  bool pending = false;
+  int prev_s = 0;  // OVERLAP: the slot whose P V is pending
+  unsigned prev_ph = 0;
+  auto store_held = [&]() {
+    store_tile<T>(pl, smem, maps, acc, held.row_max, held.row_sum, held.o_rows, held.lse_rows, held.q_pos0,
+                  held.seq_len, held.row_out, r);
+    pending = false;
+  };
+  auto flush = [&]() {  // the pending P V alone, then the held work tile's epilogue
+    mbar_wait(pl.v_ready(prev_s), prev_ph);
+    turns.wait();
+    wgmma_fence();
+    issue_pv(prev_s);
+    turns.pass();
+    finish_pv();
+    release(prev_s);
+  };
+
   turns.start();
   int i = 0;       // slot uses consumed
   int q_uses = 0;  // Q loads consumed
@@ -84,16 +133,26 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
     const unsigned ph0 = parity_of<T>(i);
     mbar_wait(pl.k_full(s0), ph0);
     const int2 m0 = pl.meta[s0];
-    if (m0.x == kMetaExit) break;
+    if (m0.x == kMetaExit) {
+      if (T::kCarry && pending) {
+        flush();
+        store_held();
+      }
+      break;
+    }
     const WorkTile wt = decode_work<T::kOrder>(m0.x, q_tiles, batch_heads, a.num_heads);
     const int bh = wt.b * a.num_heads + wt.h;
     const int q_pos0 = wt.q_tile * T::kBlockM;
     const int q_block = q_pos0 / T::kBlock;
     const int seq_len = __ldg(a.seq_lens + wt.b);
     const int wg_last_row = q_pos0 % T::kBlock + r.wg_row0 + 63;  // in the q_block
-    __nv_bfloat16* o_rows = a.o + (size_t(bh) * a.t_max + q_pos0) * T::kBlock;
+    __nv_bfloat16* o_rows = a.o + (T::kSameO ? 0 : (size_t(bh) * a.t_max + q_pos0) * T::kBlock);
     float* lse_rows = a.lse + size_t(bh) * a.t_max + q_pos0;
     if (m0.y & kInfoEmpty) {
+      if (T::kCarry && pending) {
+        flush();
+        store_held();
+      }
       mbar_wait(pl.v_ready(s0), ph0);  // the converters have read meta: the slot may be refilled
       release(s0);
       ++i;
@@ -104,12 +163,12 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
     mbar_wait(pl.q_full(qb), q_parity_of<T>(q_uses));
     ++q_uses;
     q_desc = make_desc(pl.q(qb) + r.wg_row0 * 128, 16, 1024);  // this warpgroup's rows of the Q tile
+    if (!(T::kCarry && pending)) {  // else acc still holds the held work tile's o
 #pragma unroll
-    for (int j = 0; j < 64; ++j) acc[j] = 0.f;
+      for (int j = 0; j < 64; ++j) acc[j] = 0.f;
+    }
     row_max[0] = row_max[1] = ATTN_NEG_INF;
     row_sum[0] = row_sum[1] = 0.f;
-    int prev_s = 0;  // OVERLAP: the slot whose P V is pending
-    unsigned prev_ph = 0;
     for (bool last = false, first = true; !last; ++i, first = false) {
       const int s = slot_of<T>(i);
       const unsigned ph = parity_of<T>(i);
@@ -128,14 +187,14 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
         // C7520): the first tile is peeled off, and a fully masked tile is computed (P = 0), not skipped.
         float sc[kN / 2], alpha[2];
         unsigned pn[kN / 16][4];
-        if (first) {
+        if (first && !(T::kCarry && pending)) {
           turns.wait();
           issue_qk(sc, s);
           turns.pass();
           wgmma_wait<0>();
           fence_operands(sc);
           if (last) mbar_arrive(pl.q_empty(qb));
-          softmax_tile<kN, Fold>(sc, pa, alpha, row_max, row_sum, kv == q_block, q_pos0 + r.my_row0,
+          softmax<T, Fold>(sc, pa, alpha, row_max, row_sum, kv == q_block, q_pos0 + r.my_row0,
                                  kv * T::kBlock + key0, seq_len, lane);
         } else {
           mbar_wait(pl.v_ready(prev_s), prev_ph);
@@ -146,11 +205,17 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
           wgmma_wait<1>();
           fence_operands(sc);
           if (last) mbar_arrive(pl.q_empty(qb));  // every Q K^T of the work tile is done
-          softmax_tile<kN, Fold>(sc, pn, alpha, row_max, row_sum, kv == q_block, q_pos0 + r.my_row0,
+          softmax<T, Fold>(sc, pn, alpha, row_max, row_sum, kv == q_block, q_pos0 + r.my_row0,
                                  kv * T::kBlock + key0, seq_len, lane);
           finish_pv();
           release(prev_s);
-          rescale(alpha);
+          if (T::kCarry && first) {  // the carried P V was the held work tile's last: its epilogue
+            store_held();
+#pragma unroll
+            for (int j = 0; j < 64; ++j) acc[j] = 0.f;
+          } else {
+            rescale(alpha);
+          }
 #pragma unroll
           for (int kk = 0; kk < kN / 16; ++kk)
 #pragma unroll
@@ -167,7 +232,7 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
           wgmma_wait<0>();
           fence_operands(sc);
           if (last) mbar_arrive(pl.q_empty(qb));
-          softmax_tile<kN, Fold>(sc, pa, alpha, row_max, row_sum, kv == q_block, q_pos0 + r.my_row0,
+          softmax<T, Fold>(sc, pa, alpha, row_max, row_sum, kv == q_block, q_pos0 + r.my_row0,
                                  kv * T::kBlock + key0, seq_len, lane);
           rescale(alpha);
           mbar_wait(pl.v_ready(s), ph);
@@ -187,17 +252,14 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
         release(s);
       }
     }
-    if (T::kOverlap) {  // the last tile's P V
-      mbar_wait(pl.v_ready(prev_s), prev_ph);
-      turns.wait();
-      wgmma_fence();
-      issue_pv(prev_s);
-      turns.pass();
-      finish_pv();
-      release(prev_s);
+    const int row_out = T::kSameO ? 0 : bh * a.t_max + q_pos0;
+    if (T::kCarry) {  // the last P V waits for the next work tile's first Q K^T
+      held = Pending{o_rows, lse_rows, q_pos0, seq_len, row_out, {row_max[0], row_max[1]}, {row_sum[0], row_sum[1]}};
+      pending = true;
+      continue;
     }
-    store_tile<T>(pl, smem, maps, acc, row_max, row_sum, o_rows, lse_rows, q_pos0, seq_len,
-                  bh * a.t_max + q_pos0, r);
+    if (T::kOverlap) flush();  // the last tile's P V
+    store_tile<T>(pl, smem, maps, acc, row_max, row_sum, o_rows, lse_rows, q_pos0, seq_len, row_out, r);
   }
   turns.finish();
   drain_stores<T>(r);

@@ -37,6 +37,7 @@ __device__ __forceinline__ void store_tile(const Pipeline<T>& pl, unsigned char*
                                            __nv_bfloat16* o_rows, float* lse_rows, int q_pos0, int seq_len,
                                            int row_out, const WgRows& r) {
   const int lane = r.tid & 31;
+  if constexpr (T::kNoStore) return;
   if constexpr (T::kEpilogue == 2) {
     if (r.tid == 0) bulk_wait_read<0>();  // the previous tile's TMA store has read the buffer
     wg_sync(r.cwg);
@@ -52,17 +53,17 @@ __device__ __forceinline__ void store_tile(const Pipeline<T>& pl, unsigned char*
 #pragma unroll
     for (int j = 0; j < 16; ++j) {
       const unsigned packed = pack_bf162(acc[j * 4 + 2 * hr] * inv, acc[j * 4 + 2 * hr + 1] * inv);
-      if constexpr (T::kEpilogue == 0)
+      if constexpr (T::kEpilogue == 0 && !T::kNoOStore)
         *reinterpret_cast<unsigned*>(o_rows + row * 128 + j * 8 + (lane & 3) * 2) = packed;
-      else
+      else if constexpr (T::kEpilogue != 0)
         *reinterpret_cast<unsigned*>(smem + (pl.o() - pl.base) + swz128(T::kBlockM, row, j) + (lane & 3) * 4) = packed;
     }
-    if ((lane & 3) == 0) lse_rows[row] = has_keys ? (row_max[hr] + log2f(l)) * kLn2 : ATTN_NEG_INF;
+    if (!T::kNoLse && (lane & 3) == 0) lse_rows[row] = has_keys ? (row_max[hr] + log2f(l)) * kLn2 : ATTN_NEG_INF;
   }
   if constexpr (T::kEpilogue == 1) {
     wg_sync(r.cwg);
 #pragma unroll
-    for (int it = 0; it < 8; ++it) {  // 64 rows x 16 chunks over 128 threads
+    for (int it = 0; it < (T::kNoOStore ? 0 : 8); ++it) {  // 64 rows x 16 chunks over 128 threads
       const int idx = it * 128 + r.tid, row = r.wg_row0 + (idx >> 4), chunk = idx & 15;
       *reinterpret_cast<uint4*>(o_rows + row * 128 + chunk * 8) =
           *reinterpret_cast<const uint4*>(smem + (pl.o() - pl.base) + swz128(T::kBlockM, row, chunk));
@@ -71,7 +72,7 @@ __device__ __forceinline__ void store_tile(const Pipeline<T>& pl, unsigned char*
   } else if constexpr (T::kEpilogue == 2) {
     fence_proxy_async();  // generic-proxy writes, read next by the copy engine
     wg_sync(r.cwg);
-    if (r.tid == 0) {
+    if (r.tid == 0 && !T::kNoOStore) {
       const unsigned src = pl.o() + r.wg_row0 * 128;
       tma_store_2d(&maps.o, src, 0, row_out + r.wg_row0);
       tma_store_2d(&maps.o, src + T::kQHalf, 64, row_out + r.wg_row0);

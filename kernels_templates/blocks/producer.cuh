@@ -88,7 +88,7 @@ __device__ __forceinline__ void produce(const Pipeline<T>& pl, const AttnTmaps& 
       int info_next = -1;
       const int t_next = walk.next(t + 1, info_next);
       const int s = claim(w, info | (t_next >= walk.n ? kInfoLast : 0));
-      const int kv_row = bh * a.t_max + info_kv(info) * T::kBlock + info_sub(info) * T::kBlockN;
+      const int kv_row = (T::kSameKv ? 0 : bh * a.t_max + info_kv(info) * T::kBlock) + info_sub(info) * T::kBlockN;
       mbar_arrive_expect_tx(pl.k_full(s), T::kKvBytes);
       tma_load_2d(pl.k(s), &maps.k, pl.k_full(s), 0, kv_row);
       tma_load_2d(pl.k(s) + T::kKvHalf, &maps.k, pl.k_full(s), 64, kv_row);
@@ -117,7 +117,7 @@ __device__ __forceinline__ void convert_v(const Pipeline<T>& pl, unsigned char* 
     mbar_wait(pl.v_full(s), parity_of<T>(i));
     const int2 m = pl.meta[s];
     if (m.x == kMetaExit) return;
-    if (!(m.y & kInfoEmpty)) {
+    if (!(m.y & kInfoEmpty) && !T::kNoConvert) {
       unsigned char* tile = smem + (pl.v(s) - pl.base);
 #pragma unroll 4
       for (int idx = c; idx < kChunks; idx += kThreads) {

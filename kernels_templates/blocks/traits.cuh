@@ -15,7 +15,7 @@
 namespace hopper {
 
 template <int Consumers, int BlockN, int Stages, int ProducerRegs, int CtasPerSm, int Epilogue, int Schedule,
-          int Order, int KvOrder, int Overlap, int Pingpong, int Converters, int QBuffers>
+          int Order, int KvOrder, int Overlap, int Pingpong, int Converters, int QBuffers, int Ablate = 0>
 struct Fa3Traits {
   static constexpr int kBlock = 128;              // q_block / kv block size and head dim (spec.py)
   static constexpr int kConsumers = Consumers;    // consumer warpgroups, 64 query rows each
@@ -29,9 +29,23 @@ struct Fa3Traits {
   static constexpr int kOrder = Order;            // work order (tile_scheduler.cuh)
   static constexpr int kKvOrder = KvOrder;        // 0 CSR order (diagonal last), 1 reversed (diagonal first)
   static constexpr bool kOverlap = Overlap != 0;  // softmax of tile i overlaps P V of tile i-1
+  static constexpr bool kCarry = Overlap == 2;    // ... across work tiles: the last P V goes with the next Q K^T
   static constexpr bool kPingpong = Pingpong != 0 && Consumers == 2;  // consumer warpgroups alternate GEMMs
   static constexpr int kConverterWarps = Converters;  // producer-warpgroup warps converting V (1..3)
   static constexpr int kQBuffers = QBuffers;  // 2: the next work tile's Q loads while this one computes
+  // Ablation by removal (measurement only, outputs wrong, `bench --no-validate`): bit set = that work is
+  // not done, so the time saved bounds what overlapping or speeding up that work can gain.
+  static constexpr int kAblate = Ablate;
+  static constexpr bool kNoConvert = Ablate & 1;   // converters skip the bf16 -> fp16 pass (still arrive)
+  static constexpr bool kNoSoftmax = Ablate & 2;   // P = fp16(S): no mask, max, exp2, sum, rescale
+  static constexpr bool kNoPv = Ablate & 4;        // no P V wgmma
+  static constexpr bool kNoQk = Ablate & 8;        // no Q K^T wgmma (S = 0)
+  static constexpr bool kSameKv = Ablate & 16;     // every K / V load reads kv block 0 of head 0 (L2-resident)
+  static constexpr bool kNoStore = Ablate & 32;    // the epilogue writes nothing
+  static constexpr bool kNoOStore = Ablate & 64;   // o is normalised and staged but not written to global
+  static constexpr bool kSameO = Ablate & 128;     // every tile's o goes to rows 0.. of head 0 (L2-resident)
+  static constexpr bool kNoLse = Ablate & 256;     // lse is not written
+  static constexpr bool kNoRowSum = Ablate & 512;  // the softmax keeps no row sum (o is not normalised)
 
   static constexpr int kThreads = (Consumers + 1) * 128;
   // Registers: the kernel is compiled for kLaunchRegs per thread (__maxnreg__: 65536 per SM over kThreads x

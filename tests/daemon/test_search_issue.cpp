@@ -252,6 +252,23 @@ TEST(SearchIssue, SpaceCountsValidConfigsAndListsParameters) {
   EXPECT_NE(bad.text.find("no file"), std::string::npos) << bad.text;
 }
 
+TEST(SearchIssue, CompileAllCompilesEveryValidConfigAndSaysWhatFailed) {
+  // Issue 8's `compile --all` without a GPU: every valid config of the space goes through NVRTC, the exit
+  // code says whether any failed, and a summary line counts them; a second run answers from the cache.
+  const fs::path cache = test::temp_dir("attn-compile-all");
+  const std::string cmd = "compile --all --template fake --templates '" + test::data_dir() +
+                          "/fake_templates' --cache '" + cache.string() + "' -j 2";
+  const auto first = run_binary(cmd);
+  EXPECT_EQ(first.code, 1) << first.text;  // F=5 is a compile error by design (fake.cu): A=1 x B=1..3
+  EXPECT_NE(first.text.find("summary: 33 config(s), 30 ok, 3 failed, 0 from the cache"), std::string::npos)
+      << first.text;
+  EXPECT_NE(first.text.find("compile: 3 of 33 config(s) failed"), std::string::npos) << first.text;
+  const auto second = run_binary(cmd);
+  EXPECT_EQ(second.code, 1);
+  EXPECT_NE(second.text.find("summary: 33 config(s), 30 ok, 3 failed, 33 from the cache"), std::string::npos)
+      << second.text;
+}
+
 TEST(SearchIssue, ReplayOnAGeneratedDbFindsTheBestAtItsPositionFromDbAndCsv) {
   Fixture f;
   // As scripts/device/step_replay_db.sh: every config screened (a cut-off nobody fails) and evaluated in full.

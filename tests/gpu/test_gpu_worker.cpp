@@ -151,5 +151,28 @@ TEST_F(GpuWorker, BenchCommandOnASmallTemplate) {
   EXPECT_GT(j.at("score_ms").get<double>(), j.at("floor_score_ms").get<double>());  // nothing beats the floor
 }
 
+TEST_F(GpuWorker, BenchNoValidateTimesAKernelWhoseOutputsAreWrong) {
+  // The ablation switches (fa3_tma ABLATE) remove work on purpose: bench refuses such a kernel, and times
+  // it only with --no-validate, saying that nothing was checked.
+  const fs::path dir = test::temp_dir("attn-bench-novalidate");
+  fs::copy_file(fs::path(test::data_dir()) / "faulty_kernels" / "wrong_values.cu", dir / "wrong.cu");
+  std::ofstream(dir / "wrong.json") << R"({"name": "wrong", "source": "wrong.cu", "kernel": "block_sparse_attn_fwd",
+    "description": "wrong outputs", "parameters": {"UNUSED": {"values": [1], "doc": "none"}},
+    "constraints": [], "default": {"UNUSED": 1}})";
+  const std::string base = test::binary_path() + " bench --template wrong --templates " + dir.string() + " --cache " +
+                           cache_ + " --suite smoke --json --min-samples 3 --max-samples 5";
+  const std::string out = (dir / "bench.json").string();
+  EXPECT_NE(std::system((base + " > " + out + " 2>/dev/null").c_str()), 0) << "validated bench must fail";
+  ASSERT_EQ(std::system((base + " --no-validate > " + out).c_str()), 0);
+  std::ifstream f(out);
+  const auto j = nlohmann::json::parse(f);
+  EXPECT_EQ(j.at("status"), "ok");
+  ASSERT_EQ(j.at("cases").size(), 3u);
+  for (const auto& c : j.at("cases")) {
+    EXPECT_FALSE(c.at("validated").get<bool>());
+    EXPECT_GT(c.at("median_ms").get<double>(), 0);
+  }
+}
+
 }  // namespace
 }  // namespace attn
