@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -18,6 +19,7 @@ namespace {
 struct CompileCliOptions {
   std::string template_name, config_json, templates_dir, cache_dir;
   std::vector<std::string> nvrtc_options;
+  std::string shard;  ///< "K/N": the K-th of N contiguous blocks of the --all list (0-based)
   bool all = false, no_cache = false, show_log = false;
   unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
 };
@@ -35,6 +37,16 @@ void run_compile(const CompileCliOptions& o) {
   std::vector<Config> configs;
   if (o.all) {
     configs = space.enumerate();
+    if (!o.shard.empty()) {
+      unsigned k = 0, n = 0;
+      char slash = 0, extra = 0;
+      std::istringstream in(o.shard);
+      if (!(in >> k >> slash >> n) || slash != '/' || n == 0 || k >= n || (in >> extra))
+        throw CliError(fmt::format("compile: --shard '{}' is not K/N with 0 <= K < N", o.shard));
+      const std::size_t begin = configs.size() * k / n, end = configs.size() * (k + 1) / n;
+      configs = std::vector<Config>(configs.begin() + std::ptrdiff_t(begin), configs.begin() + std::ptrdiff_t(end));
+      fmt::print("shard {}/{}: configs {} .. {} of the --all list\n", k, n, begin, end - 1);
+    }
   } else if (!o.config_json.empty()) {
     Config c;
     try {
@@ -66,7 +78,13 @@ void run_compile(const CompileCliOptions& o) {
   double nvrtc_ms = 0;
   const auto t0 = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < futures.size(); ++i) {
-    const CompiledVariant v = futures[i].get();
+    CompiledVariant v = futures[i].get();
+    // A source or header that is missing for a moment (an editor or a copy replacing the folder) is not
+    // the config's fault: compile again, as the daemon does (tuning_loop.cpp), before calling it failed.
+    for (int retry = 0; retry < 3 && v.transient; ++retry) {
+      std::this_thread::sleep_for(std::chrono::seconds(2));
+      v = compiler.compile({space.source_path(), space.kernel(), configs[i], o.nvrtc_options});
+    }
     const auto& r = v.resources;
     hits += v.cache_hit ? 1 : 0;
     spilling += v.ok && (r.spill_stores > 0 || r.spill_loads > 0) ? 1 : 0;
@@ -99,7 +117,9 @@ void add_compile_command(CLI::App& app) {
   cmd->add_option("--template", o->template_name, "template name (kernels_templates/<name>.json)")->required();
   auto* config = cmd->add_option("--config", o->config_json, "one config as JSON, e.g. '{\"BLOCK_M\":128,...}' "
                                                                "(default: the template's default)");
-  cmd->add_flag("--all", o->all, "every valid config of the parameter space")->excludes(config);
+  auto* all = cmd->add_flag("--all", o->all, "every valid config of the parameter space")->excludes(config);
+  cmd->add_option("--shard", o->shard, "with --all: K/N compiles the K-th (0-based) of N contiguous blocks of the "
+                                       "list, to split the space over N machines")->needs(all);
   cmd->add_option("--jobs,-j", o->jobs, "parallel NVRTC compiles")->check(CLI::PositiveNumber);
   cmd->add_option("--templates", o->templates_dir, "templates folder (default: $ATTN_TUNER_TEMPLATES or the "
                                                    "source tree's kernels_templates)");
