@@ -4,13 +4,13 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
-#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "daemon/commands.hpp"
 #include "gpu/compiler.hpp"
+#include "tuner/shard.hpp"
 #include "tuner/space.hpp"
 
 namespace attn {
@@ -19,7 +19,7 @@ namespace {
 struct CompileCliOptions {
   std::string template_name, config_json, templates_dir, cache_dir;
   std::vector<std::string> nvrtc_options;
-  std::string shard;  ///< "K/N": the K-th of N contiguous blocks of the --all list (0-based)
+  std::string shard;  ///< "K/N": shard K of N of the space (tuner/shard.hpp, as `run --shard`)
   bool all = false, no_cache = false, show_log = false;
   unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
 };
@@ -36,17 +36,16 @@ void run_compile(const CompileCliOptions& o) {
 
   std::vector<Config> configs;
   if (o.all) {
-    configs = space.enumerate();
-    if (!o.shard.empty()) {
-      unsigned k = 0, n = 0;
-      char slash = 0, extra = 0;
-      std::istringstream in(o.shard);
-      if (!(in >> k >> slash >> n) || slash != '/' || n == 0 || k >= n || (in >> extra))
-        throw CliError(fmt::format("compile: --shard '{}' is not K/N with 0 <= K < N", o.shard));
-      const std::size_t begin = configs.size() * k / n, end = configs.size() * (k + 1) / n;
-      configs = std::vector<Config>(configs.begin() + std::ptrdiff_t(begin), configs.begin() + std::ptrdiff_t(end));
-      fmt::print("shard {}/{}: configs {} .. {} of the --all list\n", k, n, begin, end - 1);
+    if (!o.shard.empty()) {  // the same partition as `run --shard` (tuner/shard.hpp)
+      try {
+        const Shard sh = parse_shard(o.shard);
+        space.restrict_to_shard(sh.index, sh.count);
+      } catch (const std::invalid_argument& e) {
+        throw CliError(fmt::format("compile: {}", e.what()));
+      }
     }
+    configs = space.enumerate();
+    if (!o.shard.empty()) fmt::print("shard {}: {} config(s) of the space\n", o.shard, configs.size());
   } else if (!o.config_json.empty()) {
     Config c;
     try {
@@ -118,8 +117,8 @@ void add_compile_command(CLI::App& app) {
   auto* config = cmd->add_option("--config", o->config_json, "one config as JSON, e.g. '{\"BLOCK_M\":128,...}' "
                                                                "(default: the template's default)");
   auto* all = cmd->add_flag("--all", o->all, "every valid config of the parameter space")->excludes(config);
-  cmd->add_option("--shard", o->shard, "with --all: K/N compiles the K-th (0-based) of N contiguous blocks of the "
-                                       "list, to split the space over N machines")->needs(all);
+  cmd->add_option("--shard", o->shard, "with --all: K/N compiles shard K (0-based) of N, the partition of `run --shard` "
+                                       "(a stable hash of each config), to split the space over N machines")->needs(all);
   cmd->add_option("--jobs,-j", o->jobs, "parallel NVRTC compiles")->check(CLI::PositiveNumber);
   cmd->add_option("--templates", o->templates_dir, "templates folder (default: $ATTN_TUNER_TEMPLATES or the "
                                                    "source tree's kernels_templates)");
