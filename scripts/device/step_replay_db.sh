@@ -7,7 +7,7 @@
 # runs/replay.db it returns) until the log says "search space exhausted"; the CSV is what goes to
 # tests/data/replay/. Everything it makes goes to $OUT.
 # usage (GPU machine, repo root, bundle carried): scripts/device/step_replay_db.sh SUITE BUDGET TEMPLATE...
-#   e.g. scripts/device/step_replay_db.sh full 8m wgmma_fa wgmma_ws
+#   e.g. scripts/device/step_replay_db.sh full 8m wgmma_fa fa2_mma
 set -uo pipefail
 suite=$1 budget=$2; shift 2
 templates=()

@@ -47,7 +47,7 @@ TEST(Shard, ShardsAreDisjointAndTheirUnionIsTheSpace) {
   expect_partition(test::data_dir() + "/fake_templates", "fake", 2);
   expect_partition(test::data_dir() + "/fake_templates", "fake", 5);
   expect_partition(ATTN_TEMPLATES_DIR, "fa2_mma", 3);
-  expect_partition(ATTN_TEMPLATES_DIR, "wgmma_ws", 4);
+  expect_partition(ATTN_TEMPLATES_DIR, "wgmma_fa", 4);
 }
 
 TEST(Shard, ThePartitionIsAStableHashOfTheCanonicalConfig) {
