@@ -77,13 +77,9 @@ void run_compile(const CompileCliOptions& o) {
   double nvrtc_ms = 0;
   const auto t0 = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < futures.size(); ++i) {
-    CompiledVariant v = futures[i].get();
-    // A source or header that is missing for a moment (an editor or a copy replacing the folder) is not
-    // the config's fault: compile again, as the daemon does (tuning_loop.cpp), before calling it failed.
-    for (int retry = 0; retry < 3 && v.transient; ++retry) {
-      std::this_thread::sleep_for(std::chrono::seconds(2));
-      v = compiler.compile({space.source_path(), space.kernel(), configs[i], o.nvrtc_options});
-    }
+    // A source or header missing for a moment is not the config's fault: compiled again, as in the daemon.
+    const CompiledVariant v =
+        compiler.retry_transient(futures[i].get(), {space.source_path(), space.kernel(), configs[i], o.nvrtc_options});
     const auto& r = v.resources;
     hits += v.cache_hit ? 1 : 0;
     spilling += v.ok && (r.spill_stores > 0 || r.spill_loads > 0) ? 1 : 0;

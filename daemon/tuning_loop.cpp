@@ -115,10 +115,6 @@ Outcome outcome_of(const IterationRecord& it) {
   return Outcome::failed(it.iter, to_string(it.failure_kind));
 }
 
-/// Retries of a compile that failed because a file could not be read (CompiledVariant::transient).
-constexpr int kTransientCompileRetries = 3;
-constexpr std::chrono::seconds kTransientCompileWait{2};
-
 /// One proposal compiling ahead.
 struct InFlight {
   TemplateProposal proposal;
@@ -719,18 +715,16 @@ class Loop {
     // A header that could not be read is the file system's fault, not the config's: compile again a few
     // times (an editor or a sync rewriting the folder), then stop the run with the reason; the config
     // stays unevaluated, so a resumed run takes it up.
-    const CompileRequest again = compile_request(tname, cfg);
-    for (int attempt = 1; !cv.ok && cv.transient && attempt <= kTransientCompileRetries; ++attempt) {
-      spdlog::warn("iter {}: {}; compiling again in {} s ({}/{})", it.iter, compile_error_line(cv.log),
-                   kTransientCompileWait.count(), attempt, kTransientCompileRetries);
+    if (!cv.ok && cv.transient)
       cv = unlocked(mu_, [&] {
-        std::this_thread::sleep_for(kTransientCompileWait);
-        return compiler_.compile(again);
+        return compiler_.retry_transient(std::move(cv), compile_request(tname, cfg), [&](int attempt, const auto& last) {
+          spdlog::warn("iter {}: {}; compiling again in {} s ({}/{})", it.iter, compile_error_line(last.log),
+                       Compiler::kTransientWait.count(), attempt, Compiler::kTransientRetries);
+        });
       });
-    }
     if (!cv.ok && cv.transient)
       throw std::runtime_error(fmt::format("template {}: {} (after {} retries; restore the file and resume with the "
-                                           "same command)", tname, compile_error_line(cv.log), kTransientCompileRetries));
+                                           "same command)", tname, compile_error_line(cv.log), Compiler::kTransientRetries));
     if (!cv.cache_hit) compile_ms_ += cv.compile_ms;
     VariantRecord vr;
     vr.template_name = tname;

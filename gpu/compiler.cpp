@@ -209,6 +209,16 @@ Compiler::Compiler(CompilerOptions options) : options_(std::move(options)) {
   if (options_.cache_dir.empty()) options_.cache_dir = default_cache_dir();
 }
 
+CompiledVariant Compiler::retry_transient(CompiledVariant result, const CompileRequest& req,
+                                          const std::function<void(int, const CompiledVariant&)>& before_retry) const {
+  for (int attempt = 1; !result.ok && result.transient && attempt <= kTransientRetries; ++attempt) {
+    if (before_retry) before_retry(attempt, result);
+    std::this_thread::sleep_for(kTransientWait);
+    result = compile(req);
+  }
+  return result;
+}
+
 std::vector<std::string> Compiler::nvrtc_options(const CompileRequest& req) const {
   std::vector<std::string> o{"-arch=" + options_.arch, "-std=c++17"};
   for (const auto& d : cuda_include_dirs()) o.push_back("-I" + d);

@@ -2,6 +2,8 @@
 // cache keyed by a content hash (XXH3-128), so a config is compiled once per (source, includes, defines,
 // options, NVRTC version).
 #pragma once
+#include <chrono>
+#include <functional>
 #include <future>
 #include <memory>
 #include <string>
@@ -44,7 +46,7 @@ struct CompiledVariant {
   bool cache_hit = false;
   /// The failure came from the file system, not from the config: the template source or one of its
   /// headers could not be read (a folder being rewritten, a deleted file). Such results are never cached
-  /// and are worth a retry (daemon/tuning_loop.cpp).
+  /// and are worth a retry (Compiler::retry_transient).
   bool transient = false;
   ResourceUsage resources;
 };
@@ -80,6 +82,16 @@ class Compiler {
   /// Compiles (or loads from the cache). Never throws: any problem (unreadable source, bad define name,
   /// NVRTC error) gives ok = false, error = FailureKind::compile and the reason in `log`.
   CompiledVariant compile(const CompileRequest& req) const;
+
+  /// Retries of a compile that failed because a file could not be read, and the wait before each.
+  static constexpr int kTransientRetries = 3;
+  static constexpr std::chrono::seconds kTransientWait{2};
+  /// `result` of compiling `req`, or, while it failed transiently (a source or header missing for a moment:
+  /// an editor or a copy rewriting the folder), `req` compiled again up to kTransientRetries times,
+  /// kTransientWait apart; `before_retry(attempt 1.., last result)` is called before each wait. Blocks
+  /// the calling thread for up to 6 s. The daemon (tuning_loop.cpp) and `attn-tuner compile` use it.
+  CompiledVariant retry_transient(CompiledVariant result, const CompileRequest& req,
+                                  const std::function<void(int, const CompiledVariant&)>& before_retry = {}) const;
 
   /// The NVRTC options for `req`: -arch, -std=c++17, -I<cuda include>, -I<template dir>,
   /// --ptxas-options=-v, -DNAME=VALUE per define (sorted), then the extra options.

@@ -127,14 +127,22 @@ TEST_F(GpuWorker, EveryFaultIsClassifiedAndSurvived) {
   EXPECT_EQ(client_->starts(), 3);  // the first, and one after each of fault and hang
 }
 
+/// A fresh templates folder holding tests/data/faulty_kernels/<kernel_file> as template `name`, with one
+/// one-value parameter: `bench` on a kernel of the test data.
+fs::path one_kernel_templates(const std::string& folder, const std::string& kernel_file, const std::string& name) {
+  const fs::path dir = test::temp_dir(folder);
+  fs::copy_file(fs::path(test::data_dir()) / "faulty_kernels" / kernel_file, dir / (name + ".cu"));
+  std::ofstream(dir / (name + ".json")) << nlohmann::json{
+      {"name", name}, {"source", name + ".cu"}, {"kernel", "block_sparse_attn_fwd"}, {"description", kernel_file},
+      {"parameters", {{"UNUSED", {{"values", {1}}, {"doc", "none"}}}}}, {"constraints", nlohmann::json::array()},
+      {"default", {{"UNUSED", 1}}}}.dump();
+  return dir;
+}
+
 TEST_F(GpuWorker, BenchCommandOnASmallTemplate) {
   // A templates folder holding only the good kernel as a one-parameter template: the worker's helper
   // kernels (fill_normal.cu, reference_fp32.cu) come from the built-in folder, as for `run`.
-  const fs::path dir = test::temp_dir("attn-bench-templates");
-  fs::copy_file(fs::path(test::data_dir()) / "faulty_kernels" / "slow_correct.cu", dir / "slow.cu");
-  std::ofstream(dir / "slow.json") << R"({"name": "slow", "source": "slow.cu", "kernel": "block_sparse_attn_fwd",
-    "description": "one thread per row", "parameters": {"UNUSED": {"values": [1], "doc": "none"}},
-    "constraints": [], "default": {"UNUSED": 1}})";
+  const fs::path dir = one_kernel_templates("attn-bench-templates", "slow_correct.cu", "slow");
   const std::string out = (dir / "bench.json").string();
   const std::string cmd = test::binary_path() + " bench --template slow --templates " + dir.string() +
                           " --cache " + cache_ + " --suite smoke --json --min-samples 3 --max-samples 10 > " + out;
@@ -154,11 +162,7 @@ TEST_F(GpuWorker, BenchCommandOnASmallTemplate) {
 TEST_F(GpuWorker, BenchNoValidateTimesAKernelWhoseOutputsAreWrong) {
   // The ablation switches (fa3_tma ABLATE) remove work on purpose: bench refuses such a kernel, and times
   // it only with --no-validate, saying that nothing was checked.
-  const fs::path dir = test::temp_dir("attn-bench-novalidate");
-  fs::copy_file(fs::path(test::data_dir()) / "faulty_kernels" / "wrong_values.cu", dir / "wrong.cu");
-  std::ofstream(dir / "wrong.json") << R"({"name": "wrong", "source": "wrong.cu", "kernel": "block_sparse_attn_fwd",
-    "description": "wrong outputs", "parameters": {"UNUSED": {"values": [1], "doc": "none"}},
-    "constraints": [], "default": {"UNUSED": 1}})";
+  const fs::path dir = one_kernel_templates("attn-bench-novalidate", "wrong_values.cu", "wrong");
   const std::string base = test::binary_path() + " bench --template wrong --templates " + dir.string() + " --cache " +
                            cache_ + " --suite smoke --json --min-samples 3 --max-samples 5";
   const std::string out = (dir / "bench.json").string();
