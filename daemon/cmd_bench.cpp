@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "daemon/commands.hpp"
+#include "daemon/variant_request.hpp"
 #include "gpu/compiler.hpp"
 #include "gpu/worker_client.hpp"
 #include "tuner/space.hpp"
@@ -39,33 +40,10 @@ std::string family_medians_text(const std::map<Family, double>& m, double scale)
 }
 
 void run_bench(const BenchOptions& o) {
-  const std::string dir = o.templates_dir.empty() ? default_templates_dir() : o.templates_dir;
-  TemplateSpace space = [&] {
-    try {
-      return TemplateSpace::load_named(dir, o.template_name);
-    } catch (const std::invalid_argument& e) {
-      throw CliError(fmt::format("bench: {}", e.what()));
-    }
-  }();
-  Config config = space.default_config();
-  if (!o.config_json.empty()) {
-    try {
-      config = config_from_json(o.config_json);
-    } catch (const std::invalid_argument& e) {
-      throw CliError(fmt::format("bench: --config: {}", e.what()));
-    }
-  }
-  if (auto why = space.check(config)) throw CliError(fmt::format("bench: config not valid for {}: {}", space.name(), *why));
-  std::vector<std::string> extra_options;
-  for (const auto& d : o.defines) {
-    const auto eq = d.find('=');
-    const std::string name = d.substr(0, eq);
-    if (eq == std::string::npos || !is_identifier(name) || eq + 1 == d.size())
-      throw CliError(fmt::format("bench: --define '{}' is not NAME=VALUE with NAME a C identifier", d));
-    if (config.count(name))
-      throw CliError(fmt::format("bench: --define {}: {} is a parameter of {}; set it with --config", d, name, space.name()));
-    extra_options.push_back("-D" + d);
-  }
+  const VariantRequest vr = resolve_variant("bench", o.templates_dir, o.template_name, o.config_json, o.defines);
+  const TemplateSpace& space = vr.space;
+  const Config& config = vr.config;
+  const std::vector<std::string>& extra_options = vr.extra_options;
   std::vector<CaseSpec> suite;
   try {
     suite = o.manifest.empty() ? builtin_suite(o.suite, o.root_seed) : suite_from_manifest_file(o.manifest);

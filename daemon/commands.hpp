@@ -18,6 +18,7 @@ void add_query_command(CLI::App& app);    // db: best | top N | history | show I
 void add_compile_command(CLI::App& app);  // gpu: NVRTC-compile a template's configs (no GPU needed)
 void add_worker_command(CLI::App& app);   // gpu: the isolated GPU worker (JSON lines on stdin/stdout)
 void add_bench_command(CLI::App& app);    // gpu: time one config on a suite, print per case and score
+void add_trace_command(CLI::App& app);    // gpu: a trace build of one config on one case: cycles per step of each role
 void add_run_command(CLI::App& app);      // daemon: the tuning loop
 void add_status_command(CLI::App& app);   // daemon: progress of a running daemon
 void add_stop_command(CLI::App& app);     // daemon: stop a running daemon cleanly

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   attn::add_compile_command(app);
   attn::add_worker_command(app);
   attn::add_bench_command(app);
+  attn::add_trace_command(app);
   attn::add_run_command(app);
   attn::add_status_command(app);
   attn::add_stop_command(app);

@@ -68,6 +68,7 @@ class PreparedLaunch {
   /// CUDA_ERROR_INVALID_VALUE / CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES).
   void enqueue(CUstream stream) const;
   unsigned grid_x() const { return grid_[0]; }
+  unsigned ctas() const { return grid_[0] * grid_[1] * grid_[2]; }  ///< CTAs of the launch
 
  private:
   const AttnKernel& kernel_;

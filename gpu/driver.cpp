@@ -214,12 +214,17 @@ CUfunction Module::function(const std::string& name) const {
   return f;
 }
 
-std::vector<std::uint8_t> Module::read_global(const std::string& name) const {
+std::pair<CUdeviceptr, std::size_t> Module::global(const std::string& name) const {
   CUdeviceptr p = 0;
   size_t bytes = 0;
   const CUresult r = cu::api().cuModuleGetGlobal(&p, &bytes, module_, name.c_str());
   if (r != CUDA_SUCCESS)
     throw CudaError("cuModuleGetGlobal", r, "no __device__ variable '" + name + "' in the cubin");
+  return {p, bytes};
+}
+
+std::vector<std::uint8_t> Module::read_global(const std::string& name) const {
+  const auto [p, bytes] = global(name);
   std::vector<std::uint8_t> out(bytes);
   if (bytes) check(cu::api().cuMemcpyDtoH(out.data(), p, bytes), "cuMemcpyDtoH");
   return out;

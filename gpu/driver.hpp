@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace attn {
@@ -173,6 +174,8 @@ class Module {
   CUfunction function(const std::string& name) const;
   /// Bytes of the __device__ variable `name`, copied to the host; throws CudaError when absent.
   std::vector<std::uint8_t> read_global(const std::string& name) const;
+  /// Device address and size in bytes of the __device__ variable `name`; throws CudaError when absent.
+  std::pair<CUdeviceptr, std::size_t> global(const std::string& name) const;
   CUmodule get() const { return module_; }
 
  private:

@@ -71,6 +71,31 @@ __device__ __forceinline__ float fast_exp2(float x) {
   asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
   return y;
 }
+// 2^x on the FMA pipe (measurement switch ATTN_EXP2_POLY, below): x = n + f with n = round(x) (the
+// 1.5 * 2^23 add leaves n in the low mantissa bits of t), 2^f for f in [-1/2, 1/2] by a degree-4 polynomial,
+// and n added to the exponent field. Coefficients: relative-error fit (Lawson iterations) of 2^f on
+// [-1/2, 1/2], max relative error 2.7e-6 in fp32 Horner evaluation (docs/gen2-results.md, 2026-11-24 fourth
+// session). x below -125 gives 2^-125 (not 0: a normal number keeps the exponent add from wrapping);
+// fp16 P rounds it to 0, and a row sum of such terms is below 1e-35 where the epilogue needs l > 0 only
+// for rows that have a key of their own (exp2 = 1 at the row maximum).
+__device__ __forceinline__ float exp2_poly(float x) {
+  x = fmaxf(x, -125.f);
+  const float t = __fadd_rn(x, 12582912.f);
+  const float f = __fsub_rn(x, __fsub_rn(t, 12582912.f));
+  float p = fmaf(0.009569888934493065f, f, 0.055917542427778244f);
+  p = fmaf(p, f, 0.2402474731206894f);
+  p = fmaf(p, f, 0.6931218504905701f);
+  p = fmaf(p, f, 0.9999992847442627f);
+  return __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));
+}
+
+// ATTN_EXP2_POLY: of every 8 softmax elements of a thread, how many take exp2_poly (FMA pipe) instead of
+// ex2.approx (MUFU, 16 per SM per cycle): FlashAttention-4's split of the exponentials between the two
+// pipes, as a measurement switch (bench --define ATTN_EXP2_POLY=n). 0 (all MUFU) is the default.
+#ifndef ATTN_EXP2_POLY
+#define ATTN_EXP2_POLY 0
+#endif
+
 __device__ __forceinline__ unsigned pack_half2(float lo, float hi) {
   __half2 h = __floats2half2_rn(lo, hi);
   return *reinterpret_cast<unsigned*>(&h);
@@ -155,7 +180,8 @@ __device__ __forceinline__ void softmax_tile(float (&s)[KEYS / 2], unsigned (&pa
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const float x = s[j * 4 + 2 * hr + e];
-        const float p = fast_exp2(FOLD ? fmaf(x, kScaleLog2, -base) : __fsub_rn(__fmul_rn(x, kScaleLog2), base));
+        const float arg = FOLD ? fmaf(x, kScaleLog2, -base) : __fsub_rn(__fmul_rn(x, kScaleLog2), base);
+        const float p = (2 * j + e) % 8 < ATTN_EXP2_POLY ? exp2_poly(arg) : fast_exp2(arg);
         s[j * 4 + 2 * hr + e] = p;
         part[(2 * j + e) % ATTN_ROWSUM_CHAINS] += p;
       }

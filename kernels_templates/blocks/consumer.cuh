@@ -15,6 +15,7 @@
 #pragma once
 #include "blocks/epilogue.cuh"
 #include "blocks/tile_scheduler.cuh"
+#include "blocks/trace.cuh"
 
 namespace hopper {
 
@@ -63,6 +64,8 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
   const int lane = tid & 31;
   const int q_tiles = a.t_max / T::kBlockM, batch_heads = a.batch_size * a.num_heads;
   const Turns<T> turns{cwg};
+  Tracer tr;  // ATTN_TRACE builds only (trace.cuh)
+  tr.start(2 + cwg, tid == 0);
   float acc[64];
   float row_max[2], row_sum[2];
   unsigned pa[kN / 16][4];  // P of the tile whose P V is pending (OVERLAP)
@@ -118,10 +121,12 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
   auto flush = [&]() {  // the pending P V alone, then the held work tile's epilogue
     mbar_wait(pl.v_ready(prev_s), prev_ph);
     turns.wait();
+    tr.mark(kTrPvIssue);
     wgmma_fence();
     issue_pv(prev_s);
     turns.pass();
     finish_pv();
+    tr.mark(kTrPvDone);
     release(prev_s);
   };
 
@@ -133,6 +138,7 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
     const unsigned ph0 = parity_of<T>(i);
     mbar_wait(pl.k_full(s0), ph0);
     const int2 m0 = pl.meta[s0];
+    tr.mark(kTrWork);
     if (m0.x == kMetaExit) {
       if (T::kCarry && pending) {
         flush();
@@ -157,10 +163,12 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
       release(s0);
       ++i;
       store_empty_rows(o_rows, lse_rows, r);
+      tr.mark(kTrEmpty);
       continue;
     }
     const int qb = q_buffer_of<T>(q_uses);
     mbar_wait(pl.q_full(qb), q_parity_of<T>(q_uses));
+    tr.mark(kTrQ);
     ++q_uses;
     q_desc = make_desc(pl.q(qb) + r.wg_row0 * 128, 16, 1024);  // this warpgroup's rows of the Q tile
     if (!(T::kCarry && pending)) {  // else acc still holds the held work tile's o
@@ -177,6 +185,7 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
         mbar_wait(pl.k_full(s), ph);
         info = pl.meta[s].y;
       }
+      tr.mark(kTrKv);
       last = info & kInfoLast;
       const int kv = info_kv(info), key0 = info_sub(info) * kN;
       // Without OVERLAP, a tile whose keys all lie above every row of this warpgroup (diagonal block,
@@ -189,25 +198,32 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
         unsigned pn[kN / 16][4];
         if (first && !(T::kCarry && pending)) {
           turns.wait();
+          tr.mark(kTrIssue);
           issue_qk(sc, s);
           turns.pass();
           wgmma_wait<0>();
           fence_operands(sc);
+          tr.mark(kTrQkDone);
           if (last) mbar_arrive(pl.q_empty(qb));
           softmax<T, Fold>(sc, pa, alpha, row_max, row_sum, kv == q_block, q_pos0 + r.my_row0,
                                  kv * T::kBlock + key0, seq_len, lane);
+          tr.mark(kTrSoftmax);
         } else {
           mbar_wait(pl.v_ready(prev_s), prev_ph);
           turns.wait();
+          tr.mark(kTrIssue);
           issue_qk(sc, s);
           issue_pv(prev_s);
           turns.pass();
           wgmma_wait<1>();
           fence_operands(sc);
+          tr.mark(kTrQkDone);
           if (last) mbar_arrive(pl.q_empty(qb));  // every Q K^T of the work tile is done
           softmax<T, Fold>(sc, pn, alpha, row_max, row_sum, kv == q_block, q_pos0 + r.my_row0,
                                  kv * T::kBlock + key0, seq_len, lane);
+          tr.mark(kTrSoftmax);
           finish_pv();
+          tr.mark(kTrPvDone);
           release(prev_s);
           if (T::kCarry && first) {  // the carried P V was the held work tile's last: its epilogue
             store_held();
@@ -227,20 +243,25 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
         if (!skip) {
           float sc[kN / 2], alpha[2];
           turns.wait();
+          tr.mark(kTrIssue);
           issue_qk(sc, s);
           turns.pass();
           wgmma_wait<0>();
           fence_operands(sc);
+          tr.mark(kTrQkDone);
           if (last) mbar_arrive(pl.q_empty(qb));
           softmax<T, Fold>(sc, pa, alpha, row_max, row_sum, kv == q_block, q_pos0 + r.my_row0,
                                  kv * T::kBlock + key0, seq_len, lane);
           rescale(alpha);
+          tr.mark(kTrSoftmax);
           mbar_wait(pl.v_ready(s), ph);
           turns.wait();
+          tr.mark(kTrPvIssue);
           wgmma_fence();
           issue_pv(s);
           turns.pass();
           finish_pv();
+          tr.mark(kTrPvDone);
         } else {
           turns.wait();
           turns.pass();
@@ -260,9 +281,11 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
     }
     if (T::kOverlap) flush();  // the last tile's P V
     store_tile<T>(pl, smem, maps, acc, row_max, row_sum, o_rows, lse_rows, q_pos0, seq_len, row_out, r);
+    tr.mark(kTrEpilogue);
   }
   turns.finish();
   drain_stores<T>(r);
+  tr.stop();
 }
 
 }  // namespace hopper

@@ -5,6 +5,7 @@
 #pragma once
 #include "blocks/pipeline.cuh"
 #include "blocks/tile_scheduler.cuh"
+#include "blocks/trace.cuh"
 
 namespace hopper {
 
@@ -42,11 +43,14 @@ __device__ __forceinline__ void produce(const Pipeline<T>& pl, const AttnTmaps& 
   tma_prefetch(&maps.q);
   tma_prefetch(&maps.k);
   tma_prefetch(&maps.v);
+  Tracer tr;  // ATTN_TRACE builds only (trace.cuh)
+  tr.start(0, true);
   int i = 0, q_loads = 0;
   auto claim = [&](int w, int info) {  // next slot, once its last use is released; publishes meta
     const int s = slot_of<T>(i);
     if (i >= T::kStages) mbar_wait(pl.kv_empty(s), parity_of<T>(i) ^ 1u);
     pl.meta[s] = make_int2(w, info);
+    tr.mark(kTrSlot);
     ++i;
     return s;
   };
@@ -104,6 +108,7 @@ __device__ __forceinline__ void produce(const Pipeline<T>& pl, const AttnTmaps& 
   const int s = claim(kMetaExit, 0);  // tells consumers and converters to leave
   mbar_arrive(pl.k_full(s));
   mbar_arrive(pl.v_full(s));
+  tr.stop();
 }
 
 /// A converter thread (c in 0 .. 32 * CONVERTERS - 1): each V tile of the stream, bf16 -> fp16 in place,
@@ -112,11 +117,17 @@ template <class T>
 __device__ __forceinline__ void convert_v(const Pipeline<T>& pl, unsigned char* smem, int c) {
   constexpr int kThreads = 32 * T::kConverterWarps;
   constexpr int kChunks = T::kBlockN * 16;  // 16-byte chunks per V tile
+  Tracer tr;  // ATTN_TRACE builds only (trace.cuh)
+  tr.start(1, c == 0);
   for (int i = 0;; ++i) {
     const int s = slot_of<T>(i);
     mbar_wait(pl.v_full(s), parity_of<T>(i));
+    tr.mark(kTrVFull);
     const int2 m = pl.meta[s];
-    if (m.x == kMetaExit) return;
+    if (m.x == kMetaExit) {
+      tr.stop();
+      return;
+    }
     if (!(m.y & kInfoEmpty) && !T::kNoConvert) {
       unsigned char* tile = smem + (pl.v(s) - pl.base);
 #pragma unroll 4
@@ -134,6 +145,7 @@ __device__ __forceinline__ void convert_v(const Pipeline<T>& pl, unsigned char* 
       fence_proxy_async();
     }
     mbar_arrive(pl.v_ready(s));
+    tr.mark(kTrVReady);
   }
 }
 
