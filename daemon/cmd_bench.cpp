@@ -141,7 +141,7 @@ void add_bench_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("bench", "time one config of a template on a suite through an isolated worker; "
                                           "per case latency, TFLOP/s, GB/s, % of the roofline floor, max diffs");
   cmd->add_option("--template", o->template_name, "template name (kernels_templates/<name>.json)")->required();
-  cmd->add_option("--config", o->config_json, "config as JSON (default: the template's default)");
+  cmd->add_option("--config", o->config_json, "config as JSON; parameters it does not name take the template's default");
   cmd->add_option("--define", o->defines,
                   "NAME=VALUE macro outside the parameter space (repeatable; measurement-only switches such as "
                   "fa3_tma's FOLD_SCALE)");

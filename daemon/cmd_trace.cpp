@@ -110,7 +110,7 @@ void add_trace_command(CLI::App& app) {
                "every role, per CTA, on one case; prints cycles per step and kv tile, and the schedule's tail");
   cmd->add_option("--template", o->template_name, "template name (one that includes blocks/trace.cuh: fa3_tma)")
       ->required();
-  cmd->add_option("--config", o->config_json, "config as JSON (default: the template's default)");
+  cmd->add_option("--config", o->config_json, "config as JSON; parameters it does not name take the template's default");
   cmd->add_option("--define", o->defines, "NAME=VALUE macro outside the parameter space (repeatable)");
   cmd->add_option("--suite", o->suite, "built-in suite of the case (default full)");
   cmd->add_option("--case", o->case_id, "case id in the suite (attn-tuner suites lists them)")->required();

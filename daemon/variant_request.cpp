@@ -20,7 +20,7 @@ VariantRequest resolve_variant(const std::string& command, const std::string& te
   Config config = space.default_config();
   if (!config_json.empty()) {
     try {
-      config = config_from_json(config_json);
+      for (const auto& [name, value] : config_from_json(config_json)) config[name] = value;  // over the default
     } catch (const std::invalid_argument& e) {
       throw CliError(fmt::format("{}: --config: {}", command, e.what()));
     }

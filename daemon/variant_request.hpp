@@ -1,6 +1,7 @@
 // One config of a template as `bench` and `trace` take it from the command line: the template loaded by
-// name, the config (--config JSON, else the template's default) checked against the space, and the
-// measurement-only --define NAME=VALUE macros turned into NVRTC options.
+// name, the config (--config JSON over the template's default: parameters it does not name keep their
+// default values) checked against the space, and the measurement-only --define NAME=VALUE macros turned
+// into NVRTC options.
 #pragma once
 #include <string>
 #include <vector>

@@ -43,10 +43,13 @@ __device__ unsigned long long attn_trace[kTraceCtas * kTraceRoles * kTraceStride
 __device__ int attn_trace_info[4] = {kTraceCtas, kTraceRoles, kTraceStride, kTraceHeader};
 }
 
-/// One role's recorder; `on` only in the thread that records for the role.
+/// One role's recorder. Every thread of the role's warp runs the same straight-line code and only the
+/// recording thread (`on`) stores, through predicated PTX stores: a branch here would leave the warp
+/// diverged before the next warpgroup-aligned instruction (wgmma, bar.sync), which the PTX ISA forbids.
 struct Tracer {
-  unsigned long long* row = nullptr;
-  int n = 0;
+  unsigned long long* row = attn_trace;
+  unsigned on = 0;
+  int n = 0;  // events seen; those past the row's capacity are counted as dropped
   __device__ static unsigned long long now() {
     unsigned long long c;
     asm volatile("mov.u64 %0, %%clock64;" : "=l"(c)::"memory");
@@ -57,29 +60,36 @@ struct Tracer {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)::"memory");
     return t;
   }
-  __device__ void start(int role, bool on) {
+  /// row[i] = v where `pred` is non-zero (a predicated st.global, no branch).
+  __device__ void put(int i, unsigned long long v, unsigned pred) const {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.u32 p, %2, 0;\n@p st.global.u64 [%0], %1;\n}\n" ::"l"(row + i), "l"(v),
+                 "r"(pred)
+                 : "memory");
+  }
+  __device__ void start(int role, bool rec) {
     const unsigned cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-    if (!on || cta >= kTraceCtas) return;
-    row = attn_trace + (size_t(cta) * kTraceRoles + role) * kTraceStride;
+    on = rec && cta < kTraceCtas;
+    row = attn_trace + (size_t(cta < kTraceCtas ? cta : 0) * kTraceRoles + role) * kTraceStride;
     unsigned sm;
     asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-    row[1] = sm;
-    row[2] = global_ns();
-    row[3] = now();
+    put(1, sm, on);
+    put(2, global_ns(), on);
+    put(3, now(), on);
   }
   __device__ void mark(TraceEvent e) {
-    if (!row) return;
-    if (n < kTraceStride - kTraceHeader)
-      row[kTraceHeader + n++] = (static_cast<unsigned long long>(e) << 56) | (now() & ((1ull << 56) - 1));
-    else
-      ++row[7];
+    constexpr int kCap = kTraceStride - kTraceHeader;
+    const unsigned fits = n < kCap;
+    put(kTraceHeader + (fits ? n : 0), (static_cast<unsigned long long>(e) << 56) | (now() & ((1ull << 56) - 1)),
+        on & fits);
+    ++n;
   }
   __device__ void stop() {
-    if (!row) return;
-    row[4] = global_ns();
-    row[5] = now();
-    row[0] = n;
-    row[6] = kTraceMagic;
+    constexpr int kCap = kTraceStride - kTraceHeader;
+    put(4, global_ns(), on);
+    put(5, now(), on);
+    put(0, n < kCap ? n : kCap, on);
+    put(7, n < kCap ? 0 : n - kCap, on);
+    put(6, kTraceMagic, on);
   }
 };
 #else
