@@ -86,7 +86,7 @@ void run_trace_command(const TraceOptions& o) {
              o.launches, r.traced_us, r.plain_us, 100.0 * (r.traced_us / r.plain_us - 1));
   fmt::print("traced outputs vs the fp32 reference: {} (o diff {:.3g}, lse diff {:.3g})\n",
              r.outputs.passed ? "pass" : "FAIL", r.outputs.o_max_abs_diff, r.outputs.lse_max_abs_diff);
-  fmt::print("{} of {} CTAs traced on {} SMs; {} work tiles, {} kv tiles (one warpgroup's); span {:.1f} us; "
+  fmt::print("{} of {} CTAs traced on {} SMs; {} work tiles and {} kv tiles counted over the consumer warpgroups; span {:.1f} us; "
              "end-of-kernel idle per CTA {:.1f} us ({:.1f}% of the span){}\n",
              s.ctas, r.grid, s.sms, s.work_tiles, s.kv_tiles, s.span_ns / 1e3, s.mean_tail_ns / 1e3,
              s.span_ns > 0 ? 100.0 * s.mean_tail_ns / s.span_ns : 0.0,

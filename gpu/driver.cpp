@@ -155,7 +155,11 @@ void DeviceBuffer::download(void* dst, std::size_t n) const {
 }
 
 void DeviceBuffer::fill_bytes(std::uint8_t value) {
-  if (bytes_) check(cu::api().cuMemsetD8(ptr_, value, bytes_), "cuMemsetD8");
+  if (!bytes_) return;
+  // cuMemsetD8 on device memory returns before the memset ends and runs on the legacy stream, which a
+  // CU_STREAM_NON_BLOCKING stream does not wait for: finish it here, as the doc comment promises.
+  check(cu::api().cuMemsetD8(ptr_, value, bytes_), "cuMemsetD8");
+  check(cu::api().cuCtxSynchronize(), "cuCtxSynchronize");
 }
 
 // ---- PinnedBuffer ----

@@ -58,9 +58,12 @@ TraceResult run_trace(CaseBuilder& cases, const TraceRequest& req) {
   out.traced_us = median_launch_us(launch, stream, req.warmup, req.launches);
   stream.synchronize();
   const auto [trace_ptr, trace_bytes] = traced.global("attn_trace");
-  check(cu::api().cuMemsetD8(trace_ptr, 0, trace_bytes), "cuMemsetD8");
-  check(cu::api().cuMemsetD8(c.o.ptr(), 0xFF, c.o.bytes()), "cuMemsetD8");  // NaN poison: unwritten o fails
-  check(cu::api().cuMemsetD8(c.lse.ptr(), 0xFF, c.lse.bytes()), "cuMemsetD8");
+  // On the launch's stream: a plain cuMemsetD8 runs on the legacy stream, which this non-blocking stream
+  // does not wait for, and would overwrite what the kernel has already written.
+  check(cu::api().cuMemsetD8Async(trace_ptr, 0, trace_bytes, stream.get()), "cuMemsetD8Async(attn_trace)");
+  // NaN poison: an element the kernel does not write fails validation.
+  check(cu::api().cuMemsetD8Async(c.o.ptr(), 0xFF, c.o.bytes(), stream.get()), "cuMemsetD8Async(o)");
+  check(cu::api().cuMemsetD8Async(c.lse.ptr(), 0xFF, c.lse.bytes(), stream.get()), "cuMemsetD8Async(lse)");
   launch.enqueue(stream.get());
   stream.synchronize();
 

@@ -152,5 +152,37 @@ TEST(TraceGpu, Fa3TmaTraceCountsEqualTheWorkOfTheLayoutAndOutputsPass) {
   }
 }
 
+// A launch of a few hundred microseconds: the poison and the trace buffer's zeroing must be ordered before
+// it (they once ran on the legacy stream, concurrently with the kernel on the non-blocking one, and
+// overwrote lse rows the kernel had already written: lse diff inf on every full case).
+TEST(TraceGpu, TracedOutputsPassOnAFullCaseAndEveryRowIsComplete) {
+  if (!test::gpu_available()) GTEST_SKIP() << "no CUDA device";
+  const Context ctx(0);
+  CompilerOptions co;
+  co.cache_dir = test::temp_dir("attn-trace-cache");
+  const Compiler compiler(co);
+  const TemplateSpace space = TemplateSpace::load_named(default_templates_dir(), "fa3_tma");
+  Config champ = space.default_config();
+  champ["SCHEDULE"] = 2;  // persistent: 132 CTAs, all traced
+  champ["OVERLAP"] = 0;
+  const CompiledVariant traced = compiler.compile({space.source_path(), space.kernel(), champ, {"-DATTN_TRACE=1"}});
+  ASSERT_TRUE(traced.ok) << traced.log;
+  CaseBuilder cases(ctx, compiler);
+  CaseSpec spec;
+  for (const CaseSpec& c : builtin_suite("full"))
+    if (c.case_id == "full-window-1") spec = c;
+  ASSERT_EQ(spec.case_id, "full-window-1");
+  TraceRequest req{traced.cubin, {}, space.kernel(), spec};
+  req.warmup = 1;
+  req.launches = 2;
+  const TraceResult r = run_trace(cases, req);
+  EXPECT_TRUE(r.outputs.passed) << r.outputs.message;
+  ASSERT_EQ(r.rows.size(), std::size_t(r.grid) * 4) << "producer, converter and two consumer rows per CTA";
+  const TraceSummary s = summarize_trace(r.rows);
+  EXPECT_EQ(s.kv_tiles, 2 * build_layout(spec).allowed_pairs());
+  EXPECT_EQ(s.work_tiles, 2 * std::int64_t(spec.batch_size) * spec.num_heads * (spec.t_max / 128))
+      << "each of the two consumer warpgroups stores its rows of every work tile";
+}
+
 }  // namespace
 }  // namespace attn
