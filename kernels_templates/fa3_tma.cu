@@ -75,13 +75,16 @@
 #ifndef Q_BUFFERS
 #define Q_BUFFERS 2
 #endif
+#ifndef KV_SPLIT
+#define KV_SPLIT 0  // measurement switch (bench --define KV_SPLIT=1): Fa3Traits::kKvSplit (blocks/traits.cuh)
+#endif
 #ifndef ABLATE
 #define ABLATE 0  // measurement only, outside the space: Fa3Traits::kAblate (blocks/traits.cuh)
 #endif
 
 namespace {
 using Traits = hopper::Fa3Traits<CONSUMERS, BLOCK_N, STAGES, PRODUCER_REGS, CTAS_PER_SM, EPILOGUE, SCHEDULE, ORDER,
-                                 KV_ORDER, OVERLAP, PINGPONG, CONVERTERS, Q_BUFFERS, ABLATE>;
+                                 KV_ORDER, OVERLAP, PINGPONG, CONVERTERS, Q_BUFFERS, ABLATE, KV_SPLIT>;
 }  // namespace
 
 // {threads, dynamic smem bytes, BLOCK_M, grid mode (0 ABI grid, 1 persistent), tensor-map box rows of
@@ -99,7 +102,7 @@ block_sparse_attn_fwd(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* 
   using namespace hopper;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   __shared__ __align__(8) unsigned long long bars[Pipeline<Traits>::kBars];
-  __shared__ int2 meta[Traits::kStages];
+  __shared__ int2 meta[Pipeline<Traits>::kMetas];
   const unsigned raw_base = unsigned(__cvta_generic_to_shared(smem_raw));
   const unsigned pad = ((raw_base + 1023) & ~1023u) - raw_base;
   unsigned char* smem = smem_raw + pad;  // 1024-byte aligned, generic pointer

@@ -101,7 +101,12 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
     fence_operands(acc);
     fence_operands(pa);
   };
-  auto release = [&](int slot) { mbar_arrive(pl.kv_empty(slot)); };  // the slot goes back to the producer
+  // The slot goes back to the producer: with KV_SPLIT its K half once this use's Q K^T is done (release_k)
+  // and its V half after the P V (release); without, the whole slot after the P V.
+  auto release = [&](int slot) { mbar_arrive(pl.v_empty(slot)); };
+  auto release_k = [&](int slot) {
+    if constexpr (T::kKvSplit) mbar_arrive(pl.k_empty(slot));
+  };
 
   // OVERLAP 2: the work tile whose last P V is pending (carried into the next work tile).
   struct Pending {
@@ -160,6 +165,7 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
         store_held();
       }
       mbar_wait(pl.v_ready(s0), ph0);  // the converters have read meta: the slot may be refilled
+      release_k(s0);
       release(s0);
       ++i;
       store_empty_rows(o_rows, lse_rows, r);
@@ -205,6 +211,7 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
           fence_operands(sc);
           tr.mark(kTrQkDone);
           if (last) mbar_arrive(pl.q_empty(qb));
+          release_k(s);
           softmax<T, Fold>(sc, pa, alpha, row_max, row_sum, kv == q_block, q_pos0 + r.my_row0,
                                  kv * T::kBlock + key0, seq_len, lane);
           tr.mark(kTrSoftmax);
@@ -219,6 +226,7 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
           fence_operands(sc);
           tr.mark(kTrQkDone);
           if (last) mbar_arrive(pl.q_empty(qb));  // every Q K^T of the work tile is done
+          release_k(s);
           softmax<T, Fold>(sc, pn, alpha, row_max, row_sum, kv == q_block, q_pos0 + r.my_row0,
                                  kv * T::kBlock + key0, seq_len, lane);
           tr.mark(kTrSoftmax);
@@ -250,6 +258,7 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
           fence_operands(sc);
           tr.mark(kTrQkDone);
           if (last) mbar_arrive(pl.q_empty(qb));
+          release_k(s);
           softmax<T, Fold>(sc, pa, alpha, row_max, row_sum, kv == q_block, q_pos0 + r.my_row0,
                                  kv * T::kBlock + key0, seq_len, lane);
           rescale(alpha);
@@ -268,6 +277,7 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
           turns.wait();
           turns.pass();
           if (last) mbar_arrive(pl.q_empty(qb));
+          release_k(s);
           mbar_wait(pl.v_ready(s), ph);
         }
         release(s);

@@ -5,11 +5,15 @@
 // Each use carries meta[slot] = {w, info}: w the work tile number (or kExit), info the kv block, the
 // sub-tile, and the flags below. A work tile is a run of uses ending with kLast; a tile without any kv block
 // is one use flagged kEmpty (no data). Consumers and converters walk the same stream, so they never read the
-// CSR or the schedule themselves.
+// CSR or the schedule themselves. With KV_SPLIT the producer publishes the V half's {w, info} apart
+// (vmeta), because it refills the K half of a slot while the converters may still read the V half's.
 //   k_full[s]   producer: 1 arrival (+ K bytes by TMA)     -> consumers read K
 //   v_full[s]   producer: 1 arrival (+ V bytes by TMA)     -> converters turn V into fp16
 //   v_ready[s]  converters: one arrival per converter thread -> consumers read V
-//   kv_empty[s] consumers: one arrival per consumer thread  -> producer refills the slot
+//   k_empty[s]  consumers: one arrival per consumer thread  -> producer refills the slot (its K half, with
+//               KV_SPLIT: once the use's Q K^T is done; without, after its P V, for K and V together)
+//   v_empty[s]  KV_SPLIT only: as k_empty, after the use's P V -> producer refills the slot's V half
+//               (without KV_SPLIT v_empty is k_empty)
 //   q_full[b]   producer: 1 arrival (+ Q bytes)             -> consumers read Q buffer b
 //   q_empty[b]  consumers, after the tile's last Q K^T      -> producer refills Q buffer b
 // Q loads (work tiles with data) are counted apart: load j uses buffer j % Q_BUFFERS, phase
@@ -41,10 +45,13 @@ struct KernelArgs {
 
 template <class T>
 struct Pipeline {
-  static constexpr int kBars = 4 * T::kStages + 2 * T::kQBuffers;
+  static constexpr int kBars = (T::kKvSplit ? 5 : 4) * T::kStages + 2 * T::kQBuffers;
+  static constexpr int kMetas = (T::kKvSplit ? 2 : 1) * T::kStages;
   unsigned base;  // shared-window address of the 1024-aligned dynamic buffer
   unsigned bars;  // shared-window address of the mbarrier array (static shared memory)
-  int2* meta;     // STAGES slot descriptors
+  int2* meta;     // kMetas slot descriptors: K halves' (consumers), then with KV_SPLIT V halves' (converters)
+
+  __device__ __forceinline__ int2& vmeta(int s) const { return meta[T::kKvSplit ? T::kStages + s : s]; }
 
   __device__ __forceinline__ unsigned q(int b) const { return base + T::kOffQ + unsigned(b) * T::kQBytes; }
   __device__ __forceinline__ unsigned o() const { return base + T::kOffO; }
@@ -53,7 +60,10 @@ struct Pipeline {
   __device__ __forceinline__ unsigned k_full(int s) const { return bars + 8u * unsigned(s); }
   __device__ __forceinline__ unsigned v_full(int s) const { return bars + 8u * unsigned(T::kStages + s); }
   __device__ __forceinline__ unsigned v_ready(int s) const { return bars + 8u * unsigned(2 * T::kStages + s); }
-  __device__ __forceinline__ unsigned kv_empty(int s) const { return bars + 8u * unsigned(3 * T::kStages + s); }
+  __device__ __forceinline__ unsigned k_empty(int s) const { return bars + 8u * unsigned(3 * T::kStages + s); }
+  __device__ __forceinline__ unsigned v_empty(int s) const {
+    return T::kKvSplit ? bars + 8u * unsigned(4 * T::kStages + 2 * T::kQBuffers + s) : k_empty(s);
+  }
   __device__ __forceinline__ unsigned q_full(int b) const { return bars + 8u * unsigned(4 * T::kStages + b); }
   __device__ __forceinline__ unsigned q_empty(int b) const {
     return bars + 8u * unsigned(4 * T::kStages + T::kQBuffers + b);
@@ -65,7 +75,8 @@ struct Pipeline {
       mbar_init(k_full(s), 1);
       mbar_init(v_full(s), 1);
       mbar_init(v_ready(s), 32 * T::kConverterWarps);
-      mbar_init(kv_empty(s), 128 * T::kConsumers);
+      mbar_init(k_empty(s), 128 * T::kConsumers);
+      if (T::kKvSplit) mbar_init(v_empty(s), 128 * T::kConsumers);
     }
     for (int b = 0; b < T::kQBuffers; ++b) {
       mbar_init(q_full(b), 1);

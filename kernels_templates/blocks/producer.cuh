@@ -46,13 +46,21 @@ __device__ __forceinline__ void produce(const Pipeline<T>& pl, const AttnTmaps& 
   Tracer tr;  // ATTN_TRACE builds only (trace.cuh)
   tr.start(0, true);
   int i = 0, q_loads = 0;
-  auto claim = [&](int w, int info) {  // next slot, once its last use is released; publishes meta
+  // Next slot use: claim waits for the slot's K half (the whole slot without KV_SPLIT) and publishes meta;
+  // claim_v waits for its V half (KV_SPLIT) and publishes vmeta, then the use is counted.
+  auto claim = [&](int w, int info) {
     const int s = slot_of<T>(i);
-    if (i >= T::kStages) mbar_wait(pl.kv_empty(s), parity_of<T>(i) ^ 1u);
+    if (i >= T::kStages) mbar_wait(pl.k_empty(s), parity_of<T>(i) ^ 1u);
     pl.meta[s] = make_int2(w, info);
     tr.mark(kTrSlot);
-    ++i;
     return s;
+  };
+  auto claim_v = [&](int s, int w, int info) {
+    if constexpr (T::kKvSplit) {
+      if (i >= T::kStages) mbar_wait(pl.v_empty(s), parity_of<T>(i) ^ 1u);
+      pl.vmeta(s) = make_int2(w, info);
+    }
+    ++i;
   };
   for (int w = sched.first(); w < sched.n_tiles; w = sched.next(w)) {
     const WorkTile wt = decode_work<T::kOrder>(w, q_tiles, batch_heads, a.num_heads);
@@ -75,6 +83,7 @@ __device__ __forceinline__ void produce(const Pipeline<T>& pl, const AttnTmaps& 
     int t = walk.next(0, info);
     if (t >= walk.n) {  // nothing to attend to: one data-less use tells the consumers to write zeros
       const int s = claim(w, kInfoEmpty | kInfoLast);
+      claim_v(s, w, kInfoEmpty | kInfoLast);
       mbar_arrive(pl.k_full(s));
       mbar_arrive(pl.v_full(s));
       continue;
@@ -96,6 +105,7 @@ __device__ __forceinline__ void produce(const Pipeline<T>& pl, const AttnTmaps& 
       mbar_arrive_expect_tx(pl.k_full(s), T::kKvBytes);
       tma_load_2d(pl.k(s), &maps.k, pl.k_full(s), 0, kv_row);
       tma_load_2d(pl.k(s) + T::kKvHalf, &maps.k, pl.k_full(s), 64, kv_row);
+      claim_v(s, w, info);  // the converters read only the exit and empty flags
       mbar_arrive_expect_tx(pl.v_full(s), T::kKvBytes);
       tma_load_2d(pl.v(s), &maps.v, pl.v_full(s), 0, kv_row);
       tma_load_2d(pl.v(s) + T::kKvHalf, &maps.v, pl.v_full(s), 64, kv_row);
@@ -106,6 +116,7 @@ __device__ __forceinline__ void produce(const Pipeline<T>& pl, const AttnTmaps& 
   }
   sched.finish();
   const int s = claim(kMetaExit, 0);  // tells consumers and converters to leave
+  claim_v(s, kMetaExit, 0);
   mbar_arrive(pl.k_full(s));
   mbar_arrive(pl.v_full(s));
   tr.stop();
@@ -123,7 +134,7 @@ __device__ __forceinline__ void convert_v(const Pipeline<T>& pl, unsigned char* 
     const int s = slot_of<T>(i);
     mbar_wait(pl.v_full(s), parity_of<T>(i));
     tr.mark(kTrVFull);
-    const int2 m = pl.meta[s];
+    const int2 m = pl.vmeta(s);
     if (m.x == kMetaExit) {
       tr.stop();
       return;

@@ -15,7 +15,8 @@
 namespace hopper {
 
 template <int Consumers, int BlockN, int Stages, int ProducerRegs, int CtasPerSm, int Epilogue, int Schedule,
-          int Order, int KvOrder, int Overlap, int Pingpong, int Converters, int QBuffers, int Ablate = 0>
+          int Order, int KvOrder, int Overlap, int Pingpong, int Converters, int QBuffers, int Ablate = 0,
+          int KvSplit = 0>
 struct Fa3Traits {
   static constexpr int kBlock = 128;              // q_block / kv block size and head dim (spec.py)
   static constexpr int kConsumers = Consumers;    // consumer warpgroups, 64 query rows each
@@ -33,6 +34,10 @@ struct Fa3Traits {
   static constexpr bool kPingpong = Pingpong != 0 && Consumers == 2;  // consumer warpgroups alternate GEMMs
   static constexpr int kConverterWarps = Converters;  // producer-warpgroup warps converting V (1..3)
   static constexpr int kQBuffers = QBuffers;  // 2: the next work tile's Q loads while this one computes
+  // 1: a slot's K half is released once its Q K^T is done and its V half after the P V (FA3's separate K and
+  // V pipelines), so the producer refills K while the slot's P V is still pending (OVERLAP holds a slot
+  // until the next tile's softmax); 0: the whole slot after the P V.
+  static constexpr bool kKvSplit = KvSplit != 0;
   // Ablation by removal (measurement only, outputs wrong, `bench --no-validate`): bit set = that work is
   // not done, so the time saved bounds what overlapping or speeding up that work can gain.
   static constexpr int kAblate = Ablate;
