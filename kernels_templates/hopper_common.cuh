@@ -136,13 +136,6 @@ __device__ __forceinline__ void convert_own_v_chunks(unsigned char* tile, int ti
 }
 
 
-// ATTN_QK_SCALE_D: 1 (default) the first k16 wgmma of each S = Q K^T tile (BLOCK_N 128) runs with scale-d = 0
-// and overwrites S; 0 zeroes the 64 S registers first and accumulates (the earlier code), kept to measure
-// the difference (bench --define ATTN_QK_SCALE_D=0).
-#ifndef ATTN_QK_SCALE_D
-#define ATTN_QK_SCALE_D 1
-#endif
-
 // ATTN_ROWSUM_CHAINS: partial sums per row in softmax_tile (1, 2 or 4; measurement switch, bench --define).
 // Four chains measured slower than one on the H100 (fa3_tma champion, full 221.3 vs 218.1 us, broad 236.4
 // vs 229.6 us: docs/gen2-results.md, 2026-11-23), so one chain is the default.

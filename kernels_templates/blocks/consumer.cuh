@@ -71,19 +71,13 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
   unsigned pa[kN / 16][4];  // P of the tile whose P V is pending (OVERLAP)
   unsigned long long q_desc = 0;
 
-  // S = Q K^T in 8 k16 steps. The first step of an n128 tile overwrites S (scale-d = 0) instead of adding to
-  // zeros (ATTN_QK_SCALE_D, hopper_common.cuh: 0 zeroes S first, as before).
-  constexpr bool kFirstOverwrites = ATTN_QK_SCALE_D && kN == 128 && !T::kNoQk;
   auto issue_qk = [&](float (&sc)[kN / 2], int slot) {
     const unsigned long long k_desc = make_desc(pl.k(slot), 16, 1024);
-    if constexpr (!kFirstOverwrites) {
 #pragma unroll
-      for (int j = 0; j < kN / 2; ++j) sc[j] = 0.f;
-    }
+    for (int j = 0; j < kN / 2; ++j) sc[j] = 0.f;
     wgmma_fence();
-    if constexpr (kFirstOverwrites) wgmma_ss_n128_first(sc, q_desc, k_desc);
 #pragma unroll
-    for (int kk = kFirstOverwrites ? 1 : 0; kk < (T::kNoQk ? 0 : 8); ++kk)
+    for (int kk = 0; kk < (T::kNoQk ? 0 : 8); ++kk)
       wgmma_qk(sc, desc_add(q_desc, (kk >> 2) * T::kQHalf + (kk & 3) * 32),
                desc_add(k_desc, (kk >> 2) * T::kKvHalf + (kk & 3) * 32));
     wgmma_commit();
