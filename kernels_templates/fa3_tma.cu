@@ -78,13 +78,16 @@
 #ifndef KV_SPLIT
 #define KV_SPLIT 0  // measurement switch (bench --define KV_SPLIT=1): Fa3Traits::kKvSplit (blocks/traits.cuh)
 #endif
+#ifndef V_STAGES
+#define V_STAGES STAGES  // measurement switch (KV_SPLIT=1 only): V ring slots, Fa3Traits::kVStages
+#endif
 #ifndef ABLATE
 #define ABLATE 0  // measurement only, outside the space: Fa3Traits::kAblate (blocks/traits.cuh)
 #endif
 
 namespace {
 using Traits = hopper::Fa3Traits<CONSUMERS, BLOCK_N, STAGES, PRODUCER_REGS, CTAS_PER_SM, EPILOGUE, SCHEDULE, ORDER,
-                                 KV_ORDER, OVERLAP, PINGPONG, CONVERTERS, Q_BUFFERS, ABLATE, KV_SPLIT>;
+                                 KV_ORDER, OVERLAP, PINGPONG, CONVERTERS, Q_BUFFERS, ABLATE, KV_SPLIT, V_STAGES>;
 }  // namespace
 
 // {threads, dynamic smem bytes, BLOCK_M, grid mode (0 ABI grid, 1 persistent), tensor-map box rows of

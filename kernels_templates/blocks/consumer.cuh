@@ -82,8 +82,8 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
                desc_add(k_desc, (kk >> 2) * T::kKvHalf + (kk & 3) * 32));
     wgmma_commit();
   };
-  auto issue_pv = [&](int slot) {
-    const unsigned long long v_desc = make_desc(pl.v(slot), T::kKvHalf, 1024);
+  auto issue_pv = [&](int vslot) {
+    const unsigned long long v_desc = make_desc(pl.v(vslot), T::kKvHalf, 1024);
 #pragma unroll
     for (int kk = 0; kk < (T::kNoPv ? 0 : kN / 16); ++kk) wgmma_rs_n128_tb(acc, pa[kk], desc_add(v_desc, kk * 2048));
     wgmma_commit();
@@ -103,7 +103,7 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
   };
   // The slot goes back to the producer: with KV_SPLIT its K half once this use's Q K^T is done (release_k)
   // and its V half after the P V (release); without, the whole slot after the P V.
-  auto release = [&](int slot) { mbar_arrive(pl.v_empty(slot)); };
+  auto release = [&](int vslot) { mbar_arrive(pl.v_empty(vslot)); };
   auto release_k = [&](int slot) {
     if constexpr (T::kKvSplit) mbar_arrive(pl.k_empty(slot));
   };
@@ -116,23 +116,23 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
     float row_max[2], row_sum[2];
   } held{};
   bool pending = false;
-  int prev_s = 0;  // OVERLAP: the slot whose P V is pending
-  unsigned prev_ph = 0;
+  int prev_vs = 0;  // OVERLAP: the V slot whose P V is pending, and its phase
+  unsigned prev_vph = 0;
   auto store_held = [&]() {
     store_tile<T>(pl, smem, maps, acc, held.row_max, held.row_sum, held.o_rows, held.lse_rows, held.q_pos0,
                   held.seq_len, held.row_out, r);
     pending = false;
   };
   auto flush = [&]() {  // the pending P V alone, then the held work tile's epilogue
-    mbar_wait(pl.v_ready(prev_s), prev_ph);
+    mbar_wait(pl.v_ready(prev_vs), prev_vph);
     turns.wait();
     tr.mark(kTrPvIssue);
     wgmma_fence();
-    issue_pv(prev_s);
+    issue_pv(prev_vs);
     turns.pass();
     finish_pv();
     tr.mark(kTrPvDone);
-    release(prev_s);
+    release(prev_vs);
   };
 
   turns.start();
@@ -164,9 +164,9 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
         flush();
         store_held();
       }
-      mbar_wait(pl.v_ready(s0), ph0);  // the converters have read meta: the slot may be refilled
+      mbar_wait(pl.v_ready(vslot_of<T>(i)), vparity_of<T>(i));  // the converters have read vmeta
       release_k(s0);
-      release(s0);
+      release(vslot_of<T>(i));
       ++i;
       store_empty_rows(o_rows, lse_rows, r);
       tr.mark(kTrEmpty);
@@ -184,8 +184,8 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
     row_max[0] = row_max[1] = ATTN_NEG_INF;
     row_sum[0] = row_sum[1] = 0.f;
     for (bool last = false, first = true; !last; ++i, first = false) {
-      const int s = slot_of<T>(i);
-      const unsigned ph = parity_of<T>(i);
+      const int s = slot_of<T>(i), vs = vslot_of<T>(i);
+      const unsigned ph = parity_of<T>(i), vph = vparity_of<T>(i);
       int info = m0.y;
       if (!first) {  // the work tile's first use was waited for above
         mbar_wait(pl.k_full(s), ph);
@@ -216,11 +216,11 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
                                  kv * T::kBlock + key0, seq_len, lane);
           tr.mark(kTrSoftmax);
         } else {
-          mbar_wait(pl.v_ready(prev_s), prev_ph);
+          mbar_wait(pl.v_ready(prev_vs), prev_vph);
           turns.wait();
           tr.mark(kTrIssue);
           issue_qk(sc, s);
-          issue_pv(prev_s);
+          issue_pv(prev_vs);
           turns.pass();
           wgmma_wait<1>();
           fence_operands(sc);
@@ -232,7 +232,7 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
           tr.mark(kTrSoftmax);
           finish_pv();
           tr.mark(kTrPvDone);
-          release(prev_s);
+          release(prev_vs);
           if (T::kCarry && first) {  // the carried P V was the held work tile's last: its epilogue
             store_held();
 #pragma unroll
@@ -245,8 +245,8 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
 #pragma unroll
             for (int e = 0; e < 4; ++e) pa[kk][e] = pn[kk][e];
         }
-        prev_s = s;
-        prev_ph = ph;
+        prev_vs = vs;
+        prev_vph = vph;
       } else {
         if (!skip) {
           float sc[kN / 2], alpha[2];
@@ -263,11 +263,11 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
                                  kv * T::kBlock + key0, seq_len, lane);
           rescale(alpha);
           tr.mark(kTrSoftmax);
-          mbar_wait(pl.v_ready(s), ph);
+          mbar_wait(pl.v_ready(vs), vph);
           turns.wait();
           tr.mark(kTrPvIssue);
           wgmma_fence();
-          issue_pv(s);
+          issue_pv(vs);
           turns.pass();
           finish_pv();
           tr.mark(kTrPvDone);
@@ -278,9 +278,9 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
           turns.pass();
           if (last) mbar_arrive(pl.q_empty(qb));
           release_k(s);
-          mbar_wait(pl.v_ready(s), ph);
+          mbar_wait(pl.v_ready(vs), vph);
         }
-        release(s);
+        release(vs);
       }
     }
     const int row_out = T::kSameO ? 0 : bh * a.t_max + q_pos0;

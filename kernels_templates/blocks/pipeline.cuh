@@ -1,7 +1,8 @@
 // The pipeline state the generation-2 blocks share: shared-memory addresses of the Q / O / K / V buffers and
 // of the mbarriers, the per-slot tile descriptor the producer publishes, and the kernel arguments.
 //
-// The producer publishes one stream of slot uses: use i lives in ring slot i % STAGES, phase (i / STAGES) & 1.
+// The producer publishes one stream of slot uses: use i's K lives in ring slot i % STAGES, phase
+// (i / STAGES) & 1, its V in slot i % V_STAGES, phase (i / V_STAGES) & 1 (V_STAGES = STAGES unless KV_SPLIT).
 // Each use carries meta[slot] = {w, info}: w the work tile number (or kExit), info the kv block, the
 // sub-tile, and the flags below. A work tile is a run of uses ending with kLast; a tile without any kv block
 // is one use flagged kEmpty (no data). Consumers and converters walk the same stream, so they never read the
@@ -45,38 +46,39 @@ struct KernelArgs {
 
 template <class T>
 struct Pipeline {
-  static constexpr int kBars = (T::kKvSplit ? 5 : 4) * T::kStages + 2 * T::kQBuffers;
-  static constexpr int kMetas = (T::kKvSplit ? 2 : 1) * T::kStages;
+  // mbarriers: k_full, k_empty [STAGES]; v_full, v_ready [, v_empty with KV_SPLIT] [V_STAGES]; q_full, q_empty.
+  static constexpr int kBars = 2 * T::kStages + (T::kKvSplit ? 3 : 2) * T::kVStages + 2 * T::kQBuffers;
+  static constexpr int kMetas = T::kStages + (T::kKvSplit ? T::kVStages : 0);
   unsigned base;  // shared-window address of the 1024-aligned dynamic buffer
   unsigned bars;  // shared-window address of the mbarrier array (static shared memory)
-  int2* meta;     // kMetas slot descriptors: K halves' (consumers), then with KV_SPLIT V halves' (converters)
+  int2* meta;     // kMetas slot descriptors: K slots' (consumers), then with KV_SPLIT V slots' (converters)
 
-  __device__ __forceinline__ int2& vmeta(int s) const { return meta[T::kKvSplit ? T::kStages + s : s]; }
-
+  __device__ __forceinline__ int2& vmeta(int vs) const { return meta[T::kKvSplit ? T::kStages + vs : vs]; }
   __device__ __forceinline__ unsigned q(int b) const { return base + T::kOffQ + unsigned(b) * T::kQBytes; }
   __device__ __forceinline__ unsigned o() const { return base + T::kOffO; }
   __device__ __forceinline__ unsigned k(int slot) const { return base + T::kOffK + unsigned(slot) * T::kKvBytes; }
-  __device__ __forceinline__ unsigned v(int slot) const { return base + T::kOffV + unsigned(slot) * T::kKvBytes; }
-  __device__ __forceinline__ unsigned k_full(int s) const { return bars + 8u * unsigned(s); }
-  __device__ __forceinline__ unsigned v_full(int s) const { return bars + 8u * unsigned(T::kStages + s); }
-  __device__ __forceinline__ unsigned v_ready(int s) const { return bars + 8u * unsigned(2 * T::kStages + s); }
-  __device__ __forceinline__ unsigned k_empty(int s) const { return bars + 8u * unsigned(3 * T::kStages + s); }
-  __device__ __forceinline__ unsigned v_empty(int s) const {
-    return T::kKvSplit ? bars + 8u * unsigned(4 * T::kStages + 2 * T::kQBuffers + s) : k_empty(s);
+  __device__ __forceinline__ unsigned v(int vs) const { return base + T::kOffV + unsigned(vs) * T::kKvBytes; }
+  __device__ __forceinline__ unsigned bar(int index) const { return bars + 8u * unsigned(index); }
+  __device__ __forceinline__ unsigned k_full(int s) const { return bar(s); }
+  __device__ __forceinline__ unsigned k_empty(int s) const { return bar(T::kStages + s); }
+  __device__ __forceinline__ unsigned v_full(int vs) const { return bar(2 * T::kStages + vs); }
+  __device__ __forceinline__ unsigned v_ready(int vs) const { return bar(2 * T::kStages + T::kVStages + vs); }
+  __device__ __forceinline__ unsigned v_empty(int vs) const {
+    return T::kKvSplit ? bar(2 * T::kStages + 2 * T::kVStages + vs) : k_empty(vs);
   }
-  __device__ __forceinline__ unsigned q_full(int b) const { return bars + 8u * unsigned(4 * T::kStages + b); }
-  __device__ __forceinline__ unsigned q_empty(int b) const {
-    return bars + 8u * unsigned(4 * T::kStages + T::kQBuffers + b);
-  }
+  __device__ __forceinline__ unsigned q_full(int b) const { return bar(kBars - 2 * T::kQBuffers + b); }
+  __device__ __forceinline__ unsigned q_empty(int b) const { return bar(kBars - T::kQBuffers + b); }
 
   /// One thread initialises every mbarrier with its arrival count (the block syncs afterwards).
   __device__ __forceinline__ void init() const {
     for (int s = 0; s < T::kStages; ++s) {
       mbar_init(k_full(s), 1);
-      mbar_init(v_full(s), 1);
-      mbar_init(v_ready(s), 32 * T::kConverterWarps);
       mbar_init(k_empty(s), 128 * T::kConsumers);
-      if (T::kKvSplit) mbar_init(v_empty(s), 128 * T::kConsumers);
+    }
+    for (int vs = 0; vs < T::kVStages; ++vs) {
+      mbar_init(v_full(vs), 1);
+      mbar_init(v_ready(vs), 32 * T::kConverterWarps);
+      if (T::kKvSplit) mbar_init(v_empty(vs), 128 * T::kConsumers);
     }
     for (int b = 0; b < T::kQBuffers; ++b) {
       mbar_init(q_full(b), 1);
@@ -96,7 +98,7 @@ __device__ __forceinline__ unsigned q_parity_of(int j) {
   return unsigned(j / T::kQBuffers) & 1u;
 }
 
-/// Slot and phase parity of slot use i.
+/// K slot and phase parity of slot use i.
 template <class T>
 __device__ __forceinline__ int slot_of(int i) {
   return i % T::kStages;
@@ -104,6 +106,15 @@ __device__ __forceinline__ int slot_of(int i) {
 template <class T>
 __device__ __forceinline__ unsigned parity_of(int i) {
   return unsigned(i / T::kStages) & 1u;
+}
+/// V slot and phase parity of slot use i (the K slot's unless V_STAGES differs from STAGES).
+template <class T>
+__device__ __forceinline__ int vslot_of(int i) {
+  return i % T::kVStages;
+}
+template <class T>
+__device__ __forceinline__ unsigned vparity_of(int i) {
+  return unsigned(i / T::kVStages) & 1u;
 }
 
 }  // namespace hopper

@@ -55,12 +55,14 @@ __device__ __forceinline__ void produce(const Pipeline<T>& pl, const AttnTmaps& 
     tr.mark(kTrSlot);
     return s;
   };
-  auto claim_v = [&](int s, int w, int info) {
+  auto claim_v = [&](int w, int info) {  // returns the V slot
+    const int vs = vslot_of<T>(i);
     if constexpr (T::kKvSplit) {
-      if (i >= T::kStages) mbar_wait(pl.v_empty(s), parity_of<T>(i) ^ 1u);
-      pl.vmeta(s) = make_int2(w, info);
+      if (i >= T::kVStages) mbar_wait(pl.v_empty(vs), vparity_of<T>(i) ^ 1u);
+      pl.vmeta(vs) = make_int2(w, info);
     }
     ++i;
+    return vs;
   };
   for (int w = sched.first(); w < sched.n_tiles; w = sched.next(w)) {
     const WorkTile wt = decode_work<T::kOrder>(w, q_tiles, batch_heads, a.num_heads);
@@ -83,9 +85,9 @@ __device__ __forceinline__ void produce(const Pipeline<T>& pl, const AttnTmaps& 
     int t = walk.next(0, info);
     if (t >= walk.n) {  // nothing to attend to: one data-less use tells the consumers to write zeros
       const int s = claim(w, kInfoEmpty | kInfoLast);
-      claim_v(s, w, kInfoEmpty | kInfoLast);
+      const int vs = claim_v(w, kInfoEmpty | kInfoLast);
       mbar_arrive(pl.k_full(s));
-      mbar_arrive(pl.v_full(s));
+      mbar_arrive(pl.v_full(vs));
       continue;
     }
     const int row = bh * a.t_max + wt.q_tile * T::kBlockM;  // first row in the flattened tensor
@@ -105,10 +107,10 @@ __device__ __forceinline__ void produce(const Pipeline<T>& pl, const AttnTmaps& 
       mbar_arrive_expect_tx(pl.k_full(s), T::kKvBytes);
       tma_load_2d(pl.k(s), &maps.k, pl.k_full(s), 0, kv_row);
       tma_load_2d(pl.k(s) + T::kKvHalf, &maps.k, pl.k_full(s), 64, kv_row);
-      claim_v(s, w, info);  // the converters read only the exit and empty flags
-      mbar_arrive_expect_tx(pl.v_full(s), T::kKvBytes);
-      tma_load_2d(pl.v(s), &maps.v, pl.v_full(s), 0, kv_row);
-      tma_load_2d(pl.v(s) + T::kKvHalf, &maps.v, pl.v_full(s), 64, kv_row);
+      const int vs = claim_v(w, info);  // the converters read only the exit and empty flags
+      mbar_arrive_expect_tx(pl.v_full(vs), T::kKvBytes);
+      tma_load_2d(pl.v(vs), &maps.v, pl.v_full(vs), 0, kv_row);
+      tma_load_2d(pl.v(vs) + T::kKvHalf, &maps.v, pl.v_full(vs), 64, kv_row);
       if (first) load_q();
       t = t_next;
       info = info_next;
@@ -116,9 +118,9 @@ __device__ __forceinline__ void produce(const Pipeline<T>& pl, const AttnTmaps& 
   }
   sched.finish();
   const int s = claim(kMetaExit, 0);  // tells consumers and converters to leave
-  claim_v(s, kMetaExit, 0);
+  const int vs = claim_v(kMetaExit, 0);
   mbar_arrive(pl.k_full(s));
-  mbar_arrive(pl.v_full(s));
+  mbar_arrive(pl.v_full(vs));
   tr.stop();
 }
 
@@ -131,8 +133,8 @@ __device__ __forceinline__ void convert_v(const Pipeline<T>& pl, unsigned char* 
   Tracer tr;  // ATTN_TRACE builds only (trace.cuh)
   tr.start(1, c == 0);
   for (int i = 0;; ++i) {
-    const int s = slot_of<T>(i);
-    mbar_wait(pl.v_full(s), parity_of<T>(i));
+    const int s = vslot_of<T>(i);
+    mbar_wait(pl.v_full(s), vparity_of<T>(i));
     tr.mark(kTrVFull);
     const int2 m = pl.vmeta(s);
     if (m.x == kMetaExit) {

@@ -9,14 +9,14 @@
 //   Q  Q_BUFFERS x [BLOCK_M x 128] work tile k uses buffer k % Q_BUFFERS, refilled once its consumers release it
 //   O  [BLOCK_M x 128]             epilogue staging (EPILOGUE >= 1 only)
 //   K  STAGES x [BLOCK_N x 128]    ring
-//   V  STAGES x [BLOCK_N x 128]    ring, converted bf16 -> fp16 in place before P V (DESIGN.md)
+//   V  V_STAGES x [BLOCK_N x 128]  ring, converted bf16 -> fp16 in place before P V (DESIGN.md)
 #pragma once
 
 namespace hopper {
 
 template <int Consumers, int BlockN, int Stages, int ProducerRegs, int CtasPerSm, int Epilogue, int Schedule,
           int Order, int KvOrder, int Overlap, int Pingpong, int Converters, int QBuffers, int Ablate = 0,
-          int KvSplit = 0>
+          int KvSplit = 0, int VStages = Stages>
 struct Fa3Traits {
   static constexpr int kBlock = 128;              // q_block / kv block size and head dim (spec.py)
   static constexpr int kConsumers = Consumers;    // consumer warpgroups, 64 query rows each
@@ -38,6 +38,8 @@ struct Fa3Traits {
   // V pipelines), so the producer refills K while the slot's P V is still pending (OVERLAP holds a slot
   // until the next tile's softmax); 0: the whole slot after the P V.
   static constexpr bool kKvSplit = KvSplit != 0;
+  // V ring slots: more than STAGES lets V tiles load and convert further ahead (KV_SPLIT only).
+  static constexpr int kVStages = VStages;
   // Ablation by removal (measurement only, outputs wrong, `bench --no-validate`): bit set = that work is
   // not done, so the time saved bounds what overlapping or speeding up that work can gain.
   static constexpr int kAblate = Ablate;
@@ -71,11 +73,12 @@ struct Fa3Traits {
   static constexpr int kOffO = QBuffers * kQBytes;
   static constexpr int kOffK = kOffO + (Epilogue ? kQBytes : 0);
   static constexpr int kOffV = kOffK + Stages * kKvBytes;
-  static constexpr int kSmemBytes = 1024 + kOffV + Stages * kKvBytes;  // 1024: room to align the base
+  static constexpr int kSmemBytes = 1024 + kOffV + VStages * kKvBytes;  // 1024: room to align the base
 
   static_assert(Consumers == 1 || Consumers == 2, "64 or 128 query rows per work tile");
   static_assert(BlockN == 64 || BlockN == 128, "wgmma n64 or n128 for S; a kv block is 128 keys");
   static_assert(Stages >= 2, "the producer runs at least one tile ahead");
+  static_assert(VStages == Stages || (KvSplit && VStages >= 2), "a V ring of its own needs KV_SPLIT");
   static_assert(ProducerRegs % 8 == 0 && ProducerRegs >= 24 && ProducerRegs <= kLaunchRegs,
                 "setmaxnreg.dec takes a multiple of 8 in 24..the launch registers");
   static_assert(kConsumerRegs > kLaunchRegs, "setmaxnreg.inc must raise the consumers' registers");
