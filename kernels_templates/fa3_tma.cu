@@ -76,10 +76,10 @@
 #define Q_BUFFERS 2
 #endif
 #ifndef KV_SPLIT
-#define KV_SPLIT 0  // measurement switch (bench --define KV_SPLIT=1): Fa3Traits::kKvSplit (blocks/traits.cuh)
+#define KV_SPLIT 1  // measurement switch (bench --define KV_SPLIT=0): Fa3Traits::kKvSplit (blocks/traits.cuh)
 #endif
 #ifndef V_STAGES
-#define V_STAGES STAGES  // measurement switch (KV_SPLIT=1 only): V ring slots, Fa3Traits::kVStages
+#define V_STAGES 0  // measurement switch: V ring slots (0 derives them), Fa3Traits::kVStages (blocks/traits.cuh)
 #endif
 #ifndef ABLATE
 #define ABLATE 0  // measurement only, outside the space: Fa3Traits::kAblate (blocks/traits.cuh)

@@ -16,7 +16,7 @@ namespace hopper {
 
 template <int Consumers, int BlockN, int Stages, int ProducerRegs, int CtasPerSm, int Epilogue, int Schedule,
           int Order, int KvOrder, int Overlap, int Pingpong, int Converters, int QBuffers, int Ablate = 0,
-          int KvSplit = 0, int VStages = Stages>
+          int KvSplit = 1, int VStages = 0>
 struct Fa3Traits {
   static constexpr int kBlock = 128;              // q_block / kv block size and head dim (spec.py)
   static constexpr int kConsumers = Consumers;    // consumer warpgroups, 64 query rows each
@@ -34,12 +34,18 @@ struct Fa3Traits {
   static constexpr bool kPingpong = Pingpong != 0 && Consumers == 2;  // consumer warpgroups alternate GEMMs
   static constexpr int kConverterWarps = Converters;  // producer-warpgroup warps converting V (1..3)
   static constexpr int kQBuffers = QBuffers;  // 2: the next work tile's Q loads while this one computes
-  // 1: a slot's K half is released once its Q K^T is done and its V half after the P V (FA3's separate K and
-  // V pipelines), so the producer refills K while the slot's P V is still pending (OVERLAP holds a slot
-  // until the next tile's softmax); 0: the whole slot after the P V.
+  // 1 (default): a slot's K half is released once its Q K^T is done and its V half after the P V (FA3's
+  // separate K and V pipelines), so the producer refills K while the slot's P V is still pending (OVERLAP
+  // holds a slot until the next tile's softmax); 0: the whole slot after the P V (measurement switch).
   static constexpr bool kKvSplit = KvSplit != 0;
-  // V ring slots: more than STAGES lets V tiles load and convert further ahead (KV_SPLIT only).
-  static constexpr int kVStages = VStages;
+  // V ring slots. VStages 0 (default) derives them: with KV_SPLIT and OVERLAP, STAGES + 1 where shared
+  // memory has room (the V tile of a pending P V holds its slot a tile longer, and the V conversion's
+  // latency, ~1,400-2,900 cycles per tile in `attn-tuner trace`, gets a tile more of slack), else STAGES.
+  // Measured on full (H100, docs/gen2-results.md): OVERLAP 1 -2.4 % / -0.7 %, OVERLAP 0 +3 % (so not there).
+  static constexpr int kDynBytes = 16384 * Consumers * (QBuffers + (Epilogue ? 1 : 0)) + 2 * Stages * BlockN * 256;
+  static constexpr bool kRoomForV = 1024 + kDynBytes + BlockN * 256 + 512 <= 232448 &&
+                                    CtasPerSm * (1024 + kDynBytes + BlockN * 256 + 512 + 1024) <= 233472;
+  static constexpr int kVStages = VStages > 0 ? VStages : (KvSplit && Overlap && kRoomForV ? Stages + 1 : Stages);
   // Ablation by removal (measurement only, outputs wrong, `bench --no-validate`): bit set = that work is
   // not done, so the time saved bounds what overlapping or speeding up that work can gain.
   static constexpr int kAblate = Ablate;
@@ -73,12 +79,13 @@ struct Fa3Traits {
   static constexpr int kOffO = QBuffers * kQBytes;
   static constexpr int kOffK = kOffO + (Epilogue ? kQBytes : 0);
   static constexpr int kOffV = kOffK + Stages * kKvBytes;
-  static constexpr int kSmemBytes = 1024 + kOffV + VStages * kKvBytes;  // 1024: room to align the base
+  static constexpr int kSmemBytes = 1024 + kOffV + kVStages * kKvBytes;  // 1024: room to align the base
 
   static_assert(Consumers == 1 || Consumers == 2, "64 or 128 query rows per work tile");
   static_assert(BlockN == 64 || BlockN == 128, "wgmma n64 or n128 for S; a kv block is 128 keys");
   static_assert(Stages >= 2, "the producer runs at least one tile ahead");
-  static_assert(VStages == Stages || (KvSplit && VStages >= 2), "a V ring of its own needs KV_SPLIT");
+  static_assert(kVStages == Stages || (KvSplit && kVStages >= 2), "a V ring of its own needs KV_SPLIT");
+  static_assert(kDynBytes == kOffV + Stages * kKvBytes, "kDynBytes: the Q, O, K and V buffers below");
   static_assert(ProducerRegs % 8 == 0 && ProducerRegs >= 24 && ProducerRegs <= kLaunchRegs,
                 "setmaxnreg.dec takes a multiple of 8 in 24..the launch registers");
   static_assert(kConsumerRegs > kLaunchRegs, "setmaxnreg.inc must raise the consumers' registers");
