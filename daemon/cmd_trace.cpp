@@ -39,14 +39,17 @@ CaseSpec find_case(const TraceOptions& o) {
   throw CliError(fmt::format("trace: suite {} has no case '{}' (its cases: {})", o.suite, o.case_id, ids));
 }
 
+// Cycles per (work tile, kv tile) pair of one row: a consumer row sees each pair once, as does the CTA's
+// producer and converter row, so every role's cycles are divided by the pairs its rows handled.
 void print_summary(const TraceSummary& s) {
-  const double kv = s.kv_tiles > 0 ? double(s.kv_tiles) : NAN;
+  const double pairs = s.consumer_roles > 0 ? double(s.kv_tiles) / s.consumer_roles : NAN;
   fmt::print("{:<10} {:<52} {:>9} {:>7} {:>10}\n", "role", "step (time up to the event)", "Mcycles", "share",
              "cyc/kvtile");
   for (const TraceStep& st : s.steps) {
     const double total = double(s.role_cycles[int(st.role)]);
+    const double per = st.role == TraceRole::consumer ? double(s.kv_tiles) : pairs;
     fmt::print("{:<10} {:<52} {:>9.2f} {:>6.1f}% {:>10.0f}\n", trace_role_name(st.role), st.step, st.cycles / 1e6,
-               total > 0 ? 100.0 * st.cycles / total : 0.0, st.cycles / kv);
+               total > 0 ? 100.0 * st.cycles / total : 0.0, per > 0 ? st.cycles / per : NAN);
   }
 }
 

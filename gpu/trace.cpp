@@ -114,7 +114,7 @@ TraceSummary summarize_trace(const std::vector<TraceRow>& rows) {
     s.steps[it->second].cycles += cycles;
     s.steps[it->second].count += 1;
   };
-  std::set<int> sms;
+  std::set<int> sms, consumer_roles;
   std::map<int, std::uint64_t> cta_end;
   std::uint64_t first_ns = UINT64_MAX, last_ns = 0;
   for (const TraceRow& r : rows) {
@@ -122,6 +122,7 @@ TraceSummary summarize_trace(const std::vector<TraceRow>& rows) {
     s.role_cycles[int(role)] += r.cycles;
     s.dropped += r.dropped;
     sms.insert(r.smid);
+    if (role == TraceRole::consumer) consumer_roles.insert(r.role);
     cta_end[r.cta] = std::max(cta_end[r.cta], r.end_ns);
     first_ns = std::min(first_ns, r.start_ns);
     last_ns = std::max(last_ns, r.end_ns);
@@ -139,6 +140,7 @@ TraceSummary summarize_trace(const std::vector<TraceRow>& rows) {
   }
   s.ctas = int(cta_end.size());
   s.sms = int(sms.size());
+  s.consumer_roles = int(consumer_roles.size());
   if (!rows.empty()) {
     s.span_ns = double(last_ns - first_ns);
     double tail = 0;

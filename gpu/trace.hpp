@@ -60,6 +60,7 @@ struct TraceSummary {
   std::int64_t role_cycles[3] = {}; ///< total cycles of the rows of each role kind
   std::int64_t kv_tiles = 0;        ///< Q K^T completions over consumer rows (a warpgroup's tile)
   std::int64_t work_tiles = 0;      ///< epilogues + empty work tiles over consumer rows
+  int consumer_roles = 0;           ///< distinct consumer roles (warpgroups per CTA) among the rows
   int ctas = 0, sms = 0;            ///< CTAs traced, distinct SMs among them
   double span_ns = 0;               ///< last role end - first role start (globaltimer)
   double mean_tail_ns = 0;          ///< mean over CTAs of (last end of any CTA - this CTA's last end)

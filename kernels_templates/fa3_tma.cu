@@ -24,7 +24,9 @@
 //   FOLD_SCALE     1 softmax scale folded into the exp2 FMA, 0 a separate multiply
 //   RESCALE_SKIP   1 skip the O rescale when no row maximum of the warp moved
 //   Q_BUFFERS      2 the next work tile's Q loads while this one computes; 1 one Q buffer
-// Measurement-only switches (bench --define, outside the space): FOLD_SCALE, ABLATE (blocks/traits.cuh).
+// Measurement-only switches (bench --define, outside the space): FOLD_SCALE, ABLATE, KV_SPLIT (1: K and V
+// slots released apart, the default), V_STAGES (0: derived) (blocks/traits.cuh); ATTN_EXP2_POLY,
+// ATTN_ROWSUM_CHAINS (hopper_common.cuh); ATTN_TRACE (blocks/trace.cuh, set by `attn-tuner trace`).
 #include "blocks/consumer.cuh"
 #include "blocks/producer.cuh"
 #include "blocks/traits.cuh"

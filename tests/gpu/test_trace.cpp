@@ -97,6 +97,7 @@ TEST(Trace, SummaryNamesEachIntervalByTheEventThatEndsItAndMeasuresTheTail) {
   EXPECT_EQ(s.work_tiles, 2);
   EXPECT_EQ(s.ctas, 2);
   EXPECT_EQ(s.sms, 2);
+  EXPECT_EQ(s.consumer_roles, 1) << "both rows are consumer warpgroup 0 of their CTA";
   EXPECT_DOUBLE_EQ(s.span_ns, 5000);
   EXPECT_DOUBLE_EQ(s.mean_tail_ns, (0 + 2000) / 2.0);
   std::ostringstream csv;
@@ -147,6 +148,7 @@ TEST(TraceGpu, Fa3TmaTraceCountsEqualTheWorkOfTheLayoutAndOutputsPass) {
     // The producer claims a slot per kv tile, per empty work tile and once per CTA to send the exit.
     EXPECT_EQ(per_role[0][11], layout.allowed_pairs() + per_role[2][10] + ctas);
     const TraceSummary s = summarize_trace(r.rows);
+    EXPECT_EQ(s.consumer_roles, 2);
     EXPECT_EQ(s.kv_tiles, 2 * layout.allowed_pairs());
     EXPECT_GT(s.span_ns, 0);
   }
