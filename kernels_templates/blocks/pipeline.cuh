@@ -88,33 +88,19 @@ struct Pipeline {
   }
 };
 
-/// Buffer and phase parity of Q load j.
-template <class T>
-__device__ __forceinline__ int q_buffer_of(int j) {
-  return j % T::kQBuffers;
-}
-template <class T>
-__device__ __forceinline__ unsigned q_parity_of(int j) {
-  return unsigned(j / T::kQBuffers) & 1u;
-}
+/// Use i of a ring of N buffers: the buffer, and the phase parity its mbarriers are at for that use.
+template <int N>
+__device__ __forceinline__ int ring_slot(int i) { return i % N; }
+template <int N>
+__device__ __forceinline__ unsigned ring_parity(int i) { return unsigned(i / N) & 1u; }
 
-/// K slot and phase parity of slot use i.
-template <class T>
-__device__ __forceinline__ int slot_of(int i) {
-  return i % T::kStages;
-}
-template <class T>
-__device__ __forceinline__ unsigned parity_of(int i) {
-  return unsigned(i / T::kStages) & 1u;
-}
-/// V slot and phase parity of slot use i (the K slot's unless V_STAGES differs from STAGES).
-template <class T>
-__device__ __forceinline__ int vslot_of(int i) {
-  return i % T::kVStages;
-}
-template <class T>
-__device__ __forceinline__ unsigned vparity_of(int i) {
-  return unsigned(i / T::kVStages) & 1u;
-}
+/// Q load j: its buffer and parity. Slot use i: its K slot and parity, its V slot and parity (the K
+/// slot's unless V_STAGES differs from STAGES).
+template <class T> __device__ __forceinline__ int q_buffer_of(int j) { return ring_slot<T::kQBuffers>(j); }
+template <class T> __device__ __forceinline__ unsigned q_parity_of(int j) { return ring_parity<T::kQBuffers>(j); }
+template <class T> __device__ __forceinline__ int slot_of(int i) { return ring_slot<T::kStages>(i); }
+template <class T> __device__ __forceinline__ unsigned parity_of(int i) { return ring_parity<T::kStages>(i); }
+template <class T> __device__ __forceinline__ int vslot_of(int i) { return ring_slot<T::kVStages>(i); }
+template <class T> __device__ __forceinline__ unsigned vparity_of(int i) { return ring_parity<T::kVStages>(i); }
 
 }  // namespace hopper

@@ -12,12 +12,4 @@ for ((r = 1; r <= runs; r++)); do
     scripts/device/step_harness.sh "runs/$sub" "$sub" "$suite:1" | sed "s/ run 1:/ pair $r:/"
   done
 done
-python3 - "$OUT/harness_runs.jsonl" <<'PY'
-import json, statistics, sys
-runs = [json.loads(l) for l in open(sys.argv[1])]
-for label in ("sub_gen2", "sub_gen1"):
-    s = [r.get("geometric_mean_family_latency_ms") for r in runs if r.get("seed_label") == label]
-    ok = [x for x in s if x]
-    valid = all(r.get("overall_valid") for r in runs if r.get("seed_label") == label)
-    print(f"{label}: runs {s} median {statistics.median(ok) if ok else None} all valid {valid}")
-PY
+python3 scripts/device/harness_medians.py "$OUT/harness_runs.jsonl" sub_gen2 sub_gen1

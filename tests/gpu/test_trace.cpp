@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "gpu/case_data.hpp"
@@ -105,23 +106,34 @@ TEST(Trace, SummaryNamesEachIntervalByTheEventThatEndsItAndMeasuresTheTail) {
   EXPECT_NE(csv.str().find("0,2,0,4,qk_done,140\n"), std::string::npos) << csv.str();
 }
 
-TEST(TraceGpu, Fa3TmaTraceCountsEqualTheWorkOfTheLayoutAndOutputsPass) {
-  if (!test::gpu_available()) GTEST_SKIP() << "no CUDA device";
-  const Context ctx(0);
-  CompilerOptions co;
-  co.cache_dir = test::temp_dir("attn-trace-cache");
-  const Compiler compiler(co);
-  const TemplateSpace space = TemplateSpace::load_named(default_templates_dir(), "fa3_tma");
-  auto build = [&](std::vector<std::string> extra) {
-    const CompiledVariant v = compiler.compile({space.source_path(), space.kernel(), space.default_config(), extra});
+/// A GPU context, a compiler with its own cache and the fa3_tma space; skips without a GPU.
+class TraceGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!test::gpu_available()) GTEST_SKIP() << "no CUDA device";
+    ctx_.emplace(0);
+    CompilerOptions co;
+    co.cache_dir = test::temp_dir("attn-trace-cache");
+    compiler_.emplace(co);
+  }
+  /// The cubin of `config` (+ NVRTC options `extra`); a compile failure fails the test.
+  std::vector<char> cubin(const Config& config, std::vector<std::string> extra) {
+    const CompiledVariant v = compiler_->compile({space_.source_path(), space_.kernel(), config, std::move(extra)});
     EXPECT_TRUE(v.ok) << v.log;
     return v.cubin;
-  };
-  CaseBuilder cases(ctx, compiler);
+  }
+  std::optional<Context> ctx_;
+  std::optional<Compiler> compiler_;
+  const TemplateSpace space_ = TemplateSpace::load_named(default_templates_dir(), "fa3_tma");
+};
+
+TEST_F(TraceGpu, Fa3TmaTraceCountsEqualTheWorkOfTheLayoutAndOutputsPass) {
+  const Config def = space_.default_config();
+  CaseBuilder cases(*ctx_, *compiler_);
   // local-dev holds ragged seq_lens (rows and whole q blocks past seq_len: empty work tiles) in every family.
   for (const CaseSpec& spec : builtin_suite("local-dev")) {
     SCOPED_TRACE(spec.case_id);
-    TraceRequest req{build({"-DATTN_TRACE=1"}), build({}), space.kernel(), spec};
+    TraceRequest req{cubin(def, {"-DATTN_TRACE=1"}), cubin(def, {}), space_.kernel(), spec};
     req.warmup = 1;
     req.launches = 3;
     const TraceResult r = run_trace(cases, req);
@@ -156,34 +168,33 @@ TEST(TraceGpu, Fa3TmaTraceCountsEqualTheWorkOfTheLayoutAndOutputsPass) {
 
 // A launch of a few hundred microseconds: the poison and the trace buffer's zeroing must be ordered before
 // it (they once ran on the legacy stream, concurrently with the kernel on the non-blocking one, and
-// overwrote lse rows the kernel had already written: lse diff inf on every full case).
-TEST(TraceGpu, TracedOutputsPassOnAFullCaseAndEveryRowIsComplete) {
-  if (!test::gpu_available()) GTEST_SKIP() << "no CUDA device";
-  const Context ctx(0);
-  CompilerOptions co;
-  co.cache_dir = test::temp_dir("attn-trace-cache");
-  const Compiler compiler(co);
-  const TemplateSpace space = TemplateSpace::load_named(default_templates_dir(), "fa3_tma");
-  Config champ = space.default_config();
-  champ["SCHEDULE"] = 2;  // persistent: 132 CTAs, all traced
-  champ["OVERLAP"] = 0;
-  const CompiledVariant traced = compiler.compile({space.source_path(), space.kernel(), champ, {"-DATTN_TRACE=1"}});
-  ASSERT_TRUE(traced.ok) << traced.log;
-  CaseBuilder cases(ctx, compiler);
-  CaseSpec spec;
-  for (const CaseSpec& c : builtin_suite("full"))
-    if (c.case_id == "full-window-1") spec = c;
-  ASSERT_EQ(spec.case_id, "full-window-1");
-  TraceRequest req{traced.cubin, {}, space.kernel(), spec};
-  req.warmup = 1;
-  req.launches = 2;
-  const TraceResult r = run_trace(cases, req);
-  EXPECT_TRUE(r.outputs.passed) << r.outputs.message;
-  ASSERT_EQ(r.rows.size(), std::size_t(r.grid) * 4) << "producer, converter and two consumer rows per CTA";
-  const TraceSummary s = summarize_trace(r.rows);
-  EXPECT_EQ(s.kv_tiles, 2 * build_layout(spec).allowed_pairs());
-  EXPECT_EQ(s.work_tiles, 2 * std::int64_t(spec.batch_size) * spec.num_heads * (spec.t_max / 128))
-      << "each of the two consumer warpgroups stores its rows of every work tile";
+// overwrote lse rows the kernel had already written: lse diff inf on every full case). The config is the
+// 2026-11-24 daemon champion's shape, whose V ring is one slot deeper than its K ring (OVERLAP 1, room in
+// shared memory): a ragged local-dev case checks that path too.
+TEST_F(TraceGpu, TracedOutputsPassOnAFullCaseAndEveryRowIsComplete) {
+  Config champ = space_.default_config();
+  for (const auto& [name, value] : std::map<std::string, std::int64_t>{
+           {"SCHEDULE", 2}, {"OVERLAP", 1}, {"EPILOGUE", 2}, {"Q_BUFFERS", 1}, {"KV_ORDER", 0}, {"ORDER", 2}})
+    champ[name] = value;  // SCHEDULE 2: persistent, 132 CTAs, all traced
+  const std::vector<char> traced = cubin(champ, {"-DATTN_TRACE=1"});
+  CaseBuilder cases(*ctx_, *compiler_);
+  for (const auto& [suite, id] : {std::pair{"full", "full-window-1"}, std::pair{"local-dev", "local-window-2"}}) {
+    SCOPED_TRACE(id);
+    CaseSpec spec;
+    for (const CaseSpec& c : builtin_suite(suite))
+      if (c.case_id == id) spec = c;
+    ASSERT_EQ(spec.case_id, id);
+    TraceRequest req{traced, {}, space_.kernel(), spec};
+    req.warmup = 1;
+    req.launches = 2;
+    const TraceResult r = run_trace(cases, req);
+    EXPECT_TRUE(r.outputs.passed) << r.outputs.message;
+    ASSERT_EQ(r.rows.size(), std::size_t(r.grid) * 4) << "producer, converter and two consumer rows per CTA";
+    const TraceSummary s = summarize_trace(r.rows);
+    EXPECT_EQ(s.kv_tiles, 2 * build_layout(spec).allowed_pairs());
+    EXPECT_EQ(s.work_tiles, 2 * std::int64_t(spec.batch_size) * spec.num_heads * (spec.t_max / 128))
+        << "each of the two consumer warpgroups stores its rows of every work tile";
+  }
 }
 
 }  // namespace
