@@ -98,6 +98,7 @@ ExportPlan hand_made_plan() {
     v.defines["BLOCK_N"] = block_n;
     v.nvrtc_options = {"-std=c++17"};
     v.source = source;
+    v.headers = local_includes(space.source_path());  // as export ships them (fa2_mma.cu includes cta_order.cuh)
     for (std::size_t i = 0; i < cubin_bytes; ++i) v.cubin.push_back(static_cast<std::uint8_t>((i * 7 + 3) & 0xff));
     v.provenance = {{"iteration", name}};
     return v;
