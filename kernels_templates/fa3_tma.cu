@@ -83,16 +83,13 @@
 #ifndef V_STAGES
 #define V_STAGES 0  // measurement switch: V ring slots (0 derives them), Fa3Traits::kVStages (blocks/traits.cuh)
 #endif
-#ifndef PRODUCER_AHEAD
-#define PRODUCER_AHEAD 0  // measurement switch: Fa3Traits::kAhead (blocks/traits.cuh)
-#endif
 #ifndef ABLATE
 #define ABLATE 0  // measurement only, outside the space: Fa3Traits::kAblate (blocks/traits.cuh)
 #endif
 
 namespace {
 using Traits = hopper::Fa3Traits<CONSUMERS, BLOCK_N, STAGES, PRODUCER_REGS, CTAS_PER_SM, EPILOGUE, SCHEDULE, ORDER,
-                                 KV_ORDER, OVERLAP, PINGPONG, CONVERTERS, Q_BUFFERS, ABLATE, KV_SPLIT, V_STAGES, PRODUCER_AHEAD>;
+                                 KV_ORDER, OVERLAP, PINGPONG, CONVERTERS, Q_BUFFERS, ABLATE, KV_SPLIT, V_STAGES>;
 }  // namespace
 
 // {threads, dynamic smem bytes, BLOCK_M, grid mode (0 ABI grid, 1 persistent), tensor-map box rows of

@@ -29,7 +29,6 @@ constexpr int kMetaExit = -1;            // meta.x: no more work
 constexpr int kInfoLast = 1 << 20;       // the last use of its work tile
 constexpr int kInfoEmpty = 1 << 21;      // a work tile with no kv block: o = 0, lse = -inf, no data
 constexpr int kInfoKvMask = 0xFFFF;      // kv block index in bits 0-15, sub-tile in bits 16-19
-constexpr int kInfoLater = -2;           // producer only: claim a slot, publish its meta later
 
 /// The kv block and the sub-tile (0 .. 128 / BLOCK_N - 1) of a slot's info word (flags stripped).
 __device__ __forceinline__ int info_kv(int info) { return info & kInfoKvMask; }

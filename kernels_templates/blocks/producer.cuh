@@ -51,7 +51,7 @@ __device__ __forceinline__ void produce(const Pipeline<T>& pl, const AttnTmaps& 
   auto claim = [&](int w, int info) {
     const int s = slot_of<T>(i);
     if (i >= T::kStages) mbar_wait(pl.k_empty(s), parity_of<T>(i) ^ 1u);
-    if (info != kInfoLater) pl.meta[s] = make_int2(w, info);
+    pl.meta[s] = make_int2(w, info);
     tr.mark(kTrSlot);
     return s;
   };
@@ -64,39 +64,23 @@ __device__ __forceinline__ void produce(const Pipeline<T>& pl, const AttnTmaps& 
     ++i;
     return vs;
   };
-  // A work tile's CSR row: its kv walk from (seq_len, row_ptr[q_block], row_ptr[q_block + 1]).
-  struct Row {
-    int seq_len = 0, begin = 0, end = 0;
-  };
-  auto load_row = [&](int w) {
-    const WorkTile wt = decode_work<T::kOrder>(w, q_tiles, batch_heads, a.num_heads);
-    const int bh = wt.b * a.num_heads + wt.h, q_blocks = a.t_max / T::kBlock;
-    const int* rp = a.row_ptr + size_t(bh) * (q_blocks + 1) + wt.q_tile * T::kBlockM / T::kBlock;
-    return Row{__ldg(a.seq_lens + wt.b), __ldg(rp), __ldg(rp + 1)};
-  };
-  // PRODUCER_AHEAD: the next work tile is taken (SCHEDULE 2: its atomic) at the start of this one and its
-  // CSR row loaded once this one's first loads are out, so their latency hides under this tile; and each
-  // K tile's load is issued before the CSR entry after it is read (meta, with the "last" flag, is published
-  // and k_full arrived on afterwards: mbar_expect_tx).
-  int w = sched.first();
-  Row row_next{};
-  if (T::kAhead && w < sched.n_tiles) row_next = load_row(w);
-  for (int w_next = 0; w < sched.n_tiles; w = w_next) {
-    if (T::kAhead) w_next = sched.next(w);
+  for (int w = sched.first(); w < sched.n_tiles; w = sched.next(w)) {
     const WorkTile wt = decode_work<T::kOrder>(w, q_tiles, batch_heads, a.num_heads);
     const int bh = wt.b * a.num_heads + wt.h;
+    const int q_blocks = a.t_max / T::kBlock;
     const int q_block = wt.q_tile * T::kBlockM / T::kBlock;
     const int row0 = wt.q_tile * T::kBlockM % T::kBlock;  // first row of the tile in its q_block
-    const Row csr = T::kAhead ? row_next : load_row(w);
     KvWalk<T> walk;
-    walk.seq_len = csr.seq_len;
+    walk.seq_len = __ldg(a.seq_lens + wt.b);
     walk.valid_blocks = (walk.seq_len + T::kBlock - 1) / T::kBlock;
     walk.q_block = q_block;
     walk.last_row = row0 + T::kBlockM - 1;
     walk.col_width = a.col_width;
     walk.cols = a.col_idx + size_t(bh) * a.col_width;
-    walk.begin = csr.begin;
-    walk.n = q_block < walk.valid_blocks ? (csr.end - csr.begin) * T::kSubTiles : 0;
+    walk.begin = __ldg(a.row_ptr + size_t(bh) * (q_blocks + 1) + q_block);
+    walk.n = q_block < walk.valid_blocks
+                 ? (__ldg(a.row_ptr + size_t(bh) * (q_blocks + 1) + q_block + 1) - walk.begin) * T::kSubTiles
+                 : 0;
     int info = -1;
     int t = walk.next(0, info);
     if (t >= walk.n) {  // nothing to attend to: one data-less use tells the consumers to write zeros
@@ -104,8 +88,6 @@ __device__ __forceinline__ void produce(const Pipeline<T>& pl, const AttnTmaps& 
       const int vs = claim_v(w, kInfoEmpty | kInfoLast);
       mbar_arrive(pl.k_full(s));
       mbar_arrive(pl.v_full(vs));
-      if (T::kAhead && w_next < sched.n_tiles) row_next = load_row(w_next);
-      if (!T::kAhead) w_next = sched.next(w);
       continue;
     }
     const int row = bh * a.t_max + wt.q_tile * T::kBlockM;  // first row in the flattened tensor
@@ -118,15 +100,11 @@ __device__ __forceinline__ void produce(const Pipeline<T>& pl, const AttnTmaps& 
       tma_load_2d(pl.q(b) + T::kQHalf, &maps.q, pl.q_full(b), 64, row);
     };
     for (bool first = true; t < walk.n; first = false) {
-      int info_next = -1, t_next = 0;
-      if (!T::kAhead) t_next = walk.next(t + 1, info_next);
-      const int s = claim(w, T::kAhead ? kInfoLater : info | (t_next >= walk.n ? kInfoLast : 0));
+      int info_next = -1;
+      const int t_next = walk.next(t + 1, info_next);
+      const int s = claim(w, info | (t_next >= walk.n ? kInfoLast : 0));
       const int kv_row = (T::kSameKv ? 0 : bh * a.t_max + info_kv(info) * T::kBlock) + info_sub(info) * T::kBlockN;
-      if (T::kAhead) {
-        mbar_expect_tx(pl.k_full(s), T::kKvBytes);
-      } else {
-        mbar_arrive_expect_tx(pl.k_full(s), T::kKvBytes);
-      }
+      mbar_arrive_expect_tx(pl.k_full(s), T::kKvBytes);
       tma_load_2d(pl.k(s), &maps.k, pl.k_full(s), 0, kv_row);
       tma_load_2d(pl.k(s) + T::kKvHalf, &maps.k, pl.k_full(s), 64, kv_row);
       const int vs = claim_v(w, info);  // the converters read only the exit and empty flags
@@ -134,16 +112,9 @@ __device__ __forceinline__ void produce(const Pipeline<T>& pl, const AttnTmaps& 
       tma_load_2d(pl.v(vs), &maps.v, pl.v_full(vs), 0, kv_row);
       tma_load_2d(pl.v(vs) + T::kKvHalf, &maps.v, pl.v_full(vs), 64, kv_row);
       if (first) load_q();
-      if (T::kAhead) {  // the CSR entry after this one, read while the loads are in flight
-        t_next = walk.next(t + 1, info_next);
-        pl.meta[s] = make_int2(w, info | (t_next >= walk.n ? kInfoLast : 0));
-        mbar_arrive(pl.k_full(s));
-        if (first && w_next < sched.n_tiles) row_next = load_row(w_next);  // waits for next()'s atomic
-      }
       t = t_next;
       info = info_next;
     }
-    if (!T::kAhead) w_next = sched.next(w);
   }
   sched.finish();
   const int s = claim(kMetaExit, 0);  // tells consumers and converters to leave

@@ -53,11 +53,6 @@ __device__ __forceinline__ void tma_prefetch(const TmaDesc* map) {
 __device__ __forceinline__ void mbar_arrive_expect_tx(unsigned bar, unsigned bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
 }
-/// Expects `bytes` more transaction bytes on `bar` without arriving (PTX "mbarrier.expect_tx"): the phase
-/// cannot complete before a later arrive, so data published between the two is seen by its waiters.
-__device__ __forceinline__ void mbar_expect_tx(unsigned bar, unsigned bytes) {
-  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-}
 /// Named barrier `id` over `threads` threads: sync waits, arrive only counts (PTX "bar.sync / bar.arrive").
 __device__ __forceinline__ void named_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");

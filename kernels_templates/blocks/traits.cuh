@@ -16,7 +16,7 @@ namespace hopper {
 
 template <int Consumers, int BlockN, int Stages, int ProducerRegs, int CtasPerSm, int Epilogue, int Schedule,
           int Order, int KvOrder, int Overlap, int Pingpong, int Converters, int QBuffers, int Ablate = 0,
-          int KvSplit = 1, int VStages = 0, int Ahead = 0>
+          int KvSplit = 1, int VStages = 0>
 struct Fa3Traits {
   static constexpr int kBlock = 128;              // q_block / kv block size and head dim (spec.py)
   static constexpr int kConsumers = Consumers;    // consumer warpgroups, 64 query rows each
@@ -38,9 +38,6 @@ struct Fa3Traits {
   // separate K and V pipelines), so the producer refills K while the slot's P V is still pending (OVERLAP
   // holds a slot until the next tile's softmax); 0: the whole slot after the P V (measurement switch).
   static constexpr bool kKvSplit = KvSplit != 0;
-  // 1: the producer takes the next work tile and loads its CSR row while this one streams, and issues each K
-  // load before reading the next CSR entry (producer.cuh); 0: each step waits for the one before it.
-  static constexpr bool kAhead = Ahead != 0;
   // V ring slots. VStages 0 (default) derives them: with KV_SPLIT and OVERLAP, STAGES + 1 where shared
   // memory has room (the V tile of a pending P V holds its slot a tile longer, and the V conversion's
   // latency, ~1,400-2,900 cycles per tile in `attn-tuner trace`, gets a tile more of slack), else STAGES.
