@@ -1,6 +1,7 @@
 #include "daemon/champion_book.hpp"
 
 #include <filesystem>
+#include <map>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -20,7 +21,9 @@ double scope_score(const Measured& m, int scope) {
 }
 
 void ChampionBook::load(ExperimentDb& db, const std::string& suite,
-                        const std::function<std::optional<std::string>(const std::string&)>& kernel_of) {
+                        const std::function<std::optional<std::string>(const std::string&)>& kernel_of,
+                        const std::function<std::string(const Contender&)>& rebuild) {
+  std::map<std::int64_t, std::string> rebuilt;  // champion iter -> cubin compiled again (one compile per iter)
   for (int s = 0; s < kScopes; ++s) {
     holders_[s].reset();
     const auto champ = db.champion(suite, scope_at(s));
@@ -35,6 +38,10 @@ void ChampionBook::load(ExperimentDb& db, const std::string& suite,
     if (it->variant_id) {
       if (const auto v = db.variant(*it->variant_id); v && std::filesystem::exists(v->cubin_path))
         c.cubin_path = v->cubin_path;
+    }
+    if (c.cubin_path.empty() && !c.kernel.empty() && rebuild) {
+      const auto done = rebuilt.find(c.iter);
+      c.cubin_path = done != rebuilt.end() ? done->second : (rebuilt[c.iter] = rebuild(c));
     }
     c.measured.score_ms = it->geomean_ms.value_or(0);
     const std::optional<double> fam[] = {it->window_ms, it->global_ms, it->retrieval_ms};

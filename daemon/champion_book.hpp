@@ -67,9 +67,13 @@ class ChampionBook {
 
   /// Loads the champions of `suite` from `db`; `kernel_of` gives a template's entry symbol (a champion
   /// of a template no longer loaded is kept but cannot be re-timed: a challenger then wins on its first
-  /// look). A champion whose cubin is missing is re-timed from `cubin_path` only if the file exists.
+  /// look). A champion's cubin is the variant's `cubin_path` when that file exists; otherwise (a DB resumed
+  /// on another machine, or a cleared cache) `rebuild` (optional) compiles the champion's config again and
+  /// returns the new cubin path, or "" when it cannot (then the champion cannot be re-timed). Called once per
+  /// champion iteration, also when it holds several scopes.
   void load(ExperimentDb& db, const std::string& suite,
-            const std::function<std::optional<std::string>(const std::string&)>& kernel_of);
+            const std::function<std::optional<std::string>(const std::string&)>& kernel_of,
+            const std::function<std::string(const Contender&)>& rebuild = {});
 
   const std::optional<Contender>& at(int scope) const { return holders_[scope]; }
   const std::optional<Contender>& overall() const { return holders_[0]; }

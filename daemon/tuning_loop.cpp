@@ -515,10 +515,13 @@ class Loop {
         }
       }
     }
-    champions_.load(db_, suite_label_, [this](const std::string& t) -> std::optional<std::string> {
-      const auto it = kernels_.find(t);
-      return it == kernels_.end() ? std::nullopt : std::optional<std::string>(it->second);
-    });
+    champions_.load(
+        db_, suite_label_,
+        [this](const std::string& t) -> std::optional<std::string> {
+          const auto it = kernels_.find(t);
+          return it == kernels_.end() ? std::nullopt : std::optional<std::string>(it->second);
+        },
+        [this](const Contender& c) { return rebuild_champion(c); });
     if (known) say(fmt::format("history: {} config(s) already evaluated on {} are skipped", known, suite_label_));
   }
 
@@ -684,6 +687,20 @@ class Loop {
     if (mhz.empty()) return;
     std::nth_element(mhz.begin(), mhz.begin() + std::ptrdiff_t(mhz.size() / 2), mhz.end());
     it.sm_clock_mhz = mhz[mhz.size() / 2];
+  }
+
+  /// A champion's cubin compiled again from its config (a DB resumed on a machine without the cubin: the
+  /// cache is per machine), so that A/B/A can re-time it; "" when it does not compile. Without this, the
+  /// first challenger of a resumed run won on one look (seen 2026-11-24 on the H100, docs/results.md).
+  std::string rebuild_champion(const Contender& c) {
+    const CompiledVariant cv = compiler_.compile(compile_request(c.template_name, c.config));
+    if (!cv.ok || cv.cubin_path.empty()) {
+      spdlog::warn("champion iter {}: its cubin is missing and compiling it again failed ({}): it cannot be re-timed",
+                   c.iter, compile_error_line(cv.log));
+      return "";
+    }
+    say(fmt::format("champion iter {}: cubin compiled again ({}) for the A/B/A re-timings", c.iter, cv.hash.substr(0, 8)));
+    return cv.cubin_path;
   }
 
   /// The NVRTC request of `cfg` of template `tname` (its source and kernel as loaded).

@@ -94,6 +94,28 @@ TEST(Daemon, KilledDaemonResumesWithoutLosingOrDuplicatingAnIteration) {
   EXPECT_EQ(runs[1].status, RunStatus::finished);
 }
 
+// A DB resumed on another machine (the GPU legs of an overnight run) finds no cubin of its champion there:
+// the cache is per machine. The champion is compiled again, and a challenger must still beat it in A/B/A,
+// not on one look (2026-11-24: a resumed leg promoted a config on one look; docs/results.md).
+TEST(Daemon, ResumedOnAnotherMachineTheChampionIsCompiledAgainAndReTimed) {
+  Fixture f;
+  ASSERT_EQ(run(f.args("--iterations 1")).code, 0);
+  fs::remove_all(f.cache);  // the other machine's empty cache
+  const Output again = run(f.args());
+  ASSERT_EQ(again.code, 0) << again.text;
+  EXPECT_NE(again.text.find("champion iter 1: cubin compiled again"), std::string::npos) << again.text;
+  auto db = ExperimentDb::open(f.db, ExperimentDb::Mode::read_only);
+  std::size_t against_first = 0;
+  for (const auto& p : db.champion_history("smoke")) {
+    if (p.previous_iteration_id != 1) continue;
+    ++against_first;
+    EXPECT_NE(p.aba_json.find("\"a1_ms\""), std::string::npos) << p.aba_json;
+    EXPECT_EQ(p.aba_json.find("cannot be re-timed"), std::string::npos) << p.aba_json;
+  }
+  EXPECT_GE(against_first, 1u);  // iter 1 (A=1, B=1) is beaten in the resumed run
+  EXPECT_EQ(db.iteration(db.champion("smoke", ChampionScope::overall)->iteration_id)->params, "A=4,B=2,F=0");
+}
+
 TEST(Daemon, StopFinishesTheIterationInFlightAndStatusReportsIt) {
   Fixture f;
   ASSERT_EQ(run(f.args("--detach"), "FAKE_WORKER_DELAY=0.3").code, 0);
