@@ -485,7 +485,8 @@ class Loop {
   }
 
   /// Restart after a crash or kill: runs and iterations left `running` become interrupted, iters.tsv is
-  /// rebuilt from the DB, and every config already evaluated on this suite is known to the search.
+  /// rebuilt from the DB, and every config already evaluated on this suite is known to the search
+  /// (completed with the space's defaults: TemplateSpace::complete).
   void resume() {
     db_.mark_interrupted_proposals();
     const auto runs = db_.mark_interrupted_runs();
@@ -500,8 +501,10 @@ class Loop {
     q.statuses = {IterationStatus::keep, IterationStatus::discard, IterationStatus::crash};
     for (const auto& it : db_.iterations(q)) {
       if (!kernels_.count(it.template_name)) continue;
-      const Config c = config_from_json(it.params_json);
-      search_.state(it.template_name).record(c, outcome_of(it));
+      // A row recorded before a parameter was added to the template is its config at that parameter's
+      // default (the source's #ifndef): completed, it counts as evaluated in the current space.
+      SearchState& st = search_.state(it.template_name);
+      st.record(st.space().complete(config_from_json(it.params_json)), outcome_of(it));
       if (it.screen_ms && (!best_screen_ms_ || *it.screen_ms < *best_screen_ms_)) best_screen_ms_ = it.screen_ms;
       ++known;
     }

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "tuner/multi_search.hpp"
@@ -27,11 +28,45 @@ std::optional<Quartiles> quartiles(std::vector<double> v) {
   return Quartiles{at(0.25), at(0.5), at(0.75)};
 }
 
-const ReplayEntry* find_entry(const ReplayTable& t, const std::string& tmpl, const Config& c) {
-  const auto ti = t.templates.find(tmpl);
-  if (ti == t.templates.end()) return nullptr;
+/// The DB's answers of each replayed template by completed config (TemplateSpace::complete: a config
+/// recorded before a parameter was added gets its default). A config recorded with the default spelled
+/// out wins over one that lacked the key.
+using Lookup = std::map<std::string, std::map<Config, const ReplayEntry*>>;
+
+Lookup completed_lookup(const ReplayTable& t, const std::vector<TemplateSpace>& spaces) {
+  Lookup out;
+  for (const auto& s : spaces) {
+    auto& m = out[s.name()];
+    const auto& configs = t.templates.at(s.name());
+    for (const bool complete_first : {true, false})
+      for (const auto& [c, e] : configs) {
+        Config full = s.complete(c);
+        if ((full == c) == complete_first) m.emplace(std::move(full), &e);
+      }
+  }
+  return out;
+}
+
+const ReplayEntry* find_entry(const Lookup& l, const std::string& tmpl, const Config& c) {
+  const auto ti = l.find(tmpl);
+  if (ti == l.end()) return nullptr;
   const auto ci = ti->second.find(c);
-  return ci == ti->second.end() ? nullptr : &ci->second;
+  return ci == ti->second.end() ? nullptr : ci->second;
+}
+
+/// `s` with every parameter that no config of its template in `t` names pinned to its default; their
+/// "template PARAM" appended to `pinned`.
+TemplateSpace as_recorded(TemplateSpace s, const ReplayTable& t, std::vector<std::string>& pinned) {
+  const auto& configs = t.templates.at(s.name());
+  std::vector<std::string> names;
+  for (const auto& p : s.parameters())
+    if (std::none_of(configs.begin(), configs.end(), [&](const auto& ce) { return ce.first.count(p.name) != 0; }))
+      names.push_back(p.name);
+  for (const auto& n : names) {
+    s.pin_to_default(n);
+    pinned.push_back(s.name() + " " + n);
+  }
+  return s;
 }
 
 }  // namespace
@@ -76,15 +111,19 @@ double ReplayTable::estimated_screen_cost(int screen_samples) const {
   return share_sum / double(n) * samples;
 }
 
-ReplaySummary replay(const ReplayTable& table, const std::vector<TemplateSpace>& spaces, const ReplayOptions& o) {
+ReplaySummary replay(const ReplayTable& table, const std::vector<TemplateSpace>& current, const ReplayOptions& o) {
   const auto best = table.best_ms();
   if (!best) throw std::invalid_argument(fmt::format("replay: {} has no whole-suite score for suite {}", table.source, table.suite));
-  for (const auto& s : spaces)
+  for (const auto& s : current)
     if (!table.templates.count(s.name()))
       throw std::invalid_argument(fmt::format("replay: template {} has no iterations in {} (suite {})", s.name(),
                                               table.source, table.suite));
   const bool ladder = o.fidelity == FidelityMode::ladder;
   ReplaySummary sum;
+  // The spaces as the DB was recorded in them, and its answers by completed config.
+  std::vector<TemplateSpace> spaces;
+  for (const auto& s : current) spaces.push_back(as_recorded(s, table, sum.pinned));
+  const Lookup lookup = completed_lookup(table, spaces);
   sum.options = o;
   sum.best_ms = *best;
   sum.screen_cost = ladder ? o.screen_cost.value_or(table.estimated_screen_cost(o.screen_samples)) : 1.0;
@@ -92,7 +131,7 @@ ReplaySummary replay(const ReplayTable& table, const std::vector<TemplateSpace>&
     const auto valid = s.enumerate();
     sum.space += valid.size();
     for (const auto& c : valid)
-      if (find_entry(table, s.name(), c)) ++sum.answered;
+      if (find_entry(lookup, s.name(), c)) ++sum.answered;
   }
   const std::size_t k = o.thresholds.size();
   for (std::size_t seed = 1; seed <= o.seeds; ++seed) {
@@ -100,8 +139,8 @@ ReplaySummary replay(const ReplayTable& table, const std::vector<TemplateSpace>&
     for (const auto& s : spaces) search.add(s, make_strategy(o.strategy, seed));
     if (o.resources_ahead)
       for (const auto& s : spaces)
-        for (const auto& [c, e] : table.templates.at(s.name()))
-          if (e.resources) search.state(s.name()).set_resources(c, *e.resources);
+        for (const auto& [c, e] : lookup.at(s.name()))
+          if (e->resources) search.state(s.name()).set_resources(c, *e->resources);
     ReplayRun run;
     run.seed = seed;
     run.evals_to.assign(k, std::nullopt);
@@ -115,7 +154,7 @@ ReplaySummary replay(const ReplayTable& table, const std::vector<TemplateSpace>&
       if (!tp) break;
       SearchState& st = search.state(tp->template_name);
       const Config& c = tp->proposal.config;
-      const ReplayEntry* e = find_entry(table, tp->template_name, c);
+      const ReplayEntry* e = find_entry(lookup, tp->template_name, c);
       if (!e && o.skip_unknown) {
         ++run.unknown;
         st.record(c, Outcome::failed(-1, "not in the DB (skipped)"));
@@ -189,6 +228,8 @@ std::string format_replay(const ReplaySummary& s) {
                        s.screen_cost, o.screen_cost ? "" : ", estimated");
   out += fmt::format(", {} seeds; target {:.4f} ms; space {} valid configs, {} answered by the DB\n", s.runs.size(),
                      s.best_ms, s.space, s.answered);
+  if (!s.pinned.empty())
+    out += fmt::format("  not in the DB, pinned to the default (added to the template since): {}\n", fmt::join(s.pinned, ", "));
   for (std::size_t t = 0; t < o.thresholds.size(); ++t) {
     out += fmt::format("  within {:g}%: ", o.thresholds[t] * 100);
     if (!s.evals[t]) {
@@ -231,6 +272,7 @@ std::string replay_json(const std::vector<ReplaySummary>& summaries) {
                    {"best_ms", s.best_ms},
                    {"space", s.space},
                    {"answered", s.answered},
+                   {"pinned", s.pinned},
                    {"thresholds", th},
                    {"mean_evaluations", s.mean_evaluations},
                    {"mean_full_evaluations", s.mean_full},

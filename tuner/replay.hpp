@@ -104,8 +104,10 @@ struct Quartiles {
 struct ReplaySummary {
   ReplayOptions options;
   double best_ms = 0;        ///< the DB's best (the target)
-  std::size_t space = 0;     ///< valid configs of the replayed templates
+  std::size_t space = 0;     ///< valid configs of the replayed templates (as the DB was recorded: see replay())
   std::size_t answered = 0;  ///< of them, configs the DB has an answer for
+  /// "template PARAM" of each parameter pinned to its default because no DB config names it (replay()).
+  std::vector<std::string> pinned;
   double screen_cost = 1;    ///< as used
   std::vector<ReplayRun> runs;
   /// Per threshold: seeds that got within it, and quartiles of evaluations / cost over those seeds.
@@ -118,8 +120,11 @@ struct ReplaySummary {
 /// Replays `options.strategy` on the templates of `spaces` (their current JSON spaces; round-robin over
 /// templates as the daemon's MultiSearch) against `table`, once per seed. At full fidelity every proposal
 /// costs 1; on the ladder a screen costs screen_cost and a config whose screen is within the cut-off of
-/// the best screen so far costs 1 more. Throws std::invalid_argument when the table has no whole-suite
-/// score or a space's template is not in the table.
+/// the best screen so far costs 1 more. A parameter added to a template after the DB was recorded (one that
+/// no DB config of the template names) is pinned to its default (TemplateSpace::pin_to_default, on a copy),
+/// and DB configs are looked up completed with the space's defaults (TemplateSpace::complete): an older DB
+/// replays the space it was recorded in, and `space` counts that space. Throws std::invalid_argument when
+/// the table has no whole-suite score or a space's template is not in the table.
 ReplaySummary replay(const ReplayTable& table, const std::vector<TemplateSpace>& spaces, const ReplayOptions& options);
 
 /// The summary as text (one block per setting) and as JSON (for docs and scripts).

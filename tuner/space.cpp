@@ -301,6 +301,19 @@ void TemplateSpace::restrict_to_shard(unsigned index, unsigned count) {
   shard_count_ = count;
 }
 
+Config TemplateSpace::complete(const Config& c) const {
+  Config out = c;
+  for (const auto& p : parameters_) out.emplace(p.name, default_.at(p.name));  // emplace keeps a present key
+  return out;
+}
+
+void TemplateSpace::pin_to_default(const std::string& name) {
+  const auto it = std::find_if(parameters_.begin(), parameters_.end(), [&](const Parameter& p) { return p.name == name; });
+  if (it == parameters_.end())
+    throw std::invalid_argument(fmt::format("template {}: cannot pin {} to its default: not a parameter", name_, name));
+  it->values = {default_.at(name)};
+}
+
 bool TemplateSpace::in_shard(const Config& c) const {
   return shard_count_ == 1 || shard_of(name_, c, shard_count_) == shard_index_;
 }

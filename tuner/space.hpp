@@ -95,6 +95,17 @@ class TemplateSpace {
   void restrict_to_shard(unsigned index, unsigned count);
   unsigned shard_index() const { return shard_index_; }
   unsigned shard_count() const { return shard_count_; }
+  /// `c` plus the default value of each parameter of this space that `c` lacks; the keys `c` has are
+  /// kept as they are (unknown ones too: check() still judges them). For a parameter added to a template
+  /// after a DB was recorded: the kernel source gives a missing macro the default, so an old config is
+  /// the complete one (daemon resume, replay).
+  Config complete(const Config& c) const;
+  /// From now on parameter `name` has only its default value (values() = {default}): check(),
+  /// enumerate() and count_valid() see that slice of the space. For a parameter added to a template after
+  /// a DB was recorded: replay of that DB then measures the space it was recorded in. Throws
+  /// std::invalid_argument naming an unknown parameter.
+  void pin_to_default(const std::string& name);
+
   /// Product of the value counts (before constraints); saturates at UINT64_MAX.
   std::uint64_t raw_size() const;
 

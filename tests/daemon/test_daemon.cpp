@@ -116,6 +116,52 @@ TEST(Daemon, ResumedOnAnotherMachineTheChampionIsCompiledAgainAndReTimed) {
   EXPECT_EQ(db.iteration(db.champion("smoke", ChampionScope::overall)->iteration_id)->params, "A=4,B=2,F=0");
 }
 
+// A template that gained a parameter (G, default 0) since the DB was recorded: the source's #ifndef gives the
+// missing macro its default, so each old row is its config at G 0. The resumed run evaluates only the new
+// configs (G 1), and the champion, recorded without G and missing its cubin, is compiled again as recorded.
+TEST(Daemon, ResumedAfterTheTemplateGainedAParameterEvaluatesOnlyTheNewConfigs) {
+  Fixture f;
+  const std::string templates = f.dir + "/templates";
+  fs::create_directories(templates);
+  fs::copy_file(test::data_dir() + "/fake_templates/fake.cu", templates + "/grow.cu");
+  auto write_template = [&](const std::string& extra_param, const std::string& extra_default) {
+    std::ofstream(templates + "/grow.json")
+        << R"({"name": "grow", "source": "grow.cu", "kernel": "block_sparse_attn_fwd",
+               "parameters": {"A": {"values": [1, 2, 3, 4, 5, 6]}, "B": {"values": [1, 2, 3]})"
+        << extra_param << R"(}, "default": {"A": 1, "B": 1)" << extra_default << "}}\n";
+  };
+  std::string args = f.args("", "exhaustive", "grow");
+  const std::string fake_dir = test::data_dir() + "/fake_templates";
+  args.replace(args.find(fake_dir), fake_dir.size(), templates);
+
+  write_template("", "");  // 18 configs, no faults (F stays at fake.cu's 0)
+  const Output first = run(args);
+  ASSERT_EQ(first.code, 0) << first.text;
+  const auto before = f.iterations();
+  ASSERT_EQ(before.size(), 18u);
+  for (const auto& it : before) EXPECT_EQ(it.params.find("G="), std::string::npos) << it.params;
+
+  write_template(R"(, "G": {"values": [0, 1]})", R"(, "G": 0)");  // 36 configs now
+  fs::remove_all(f.cache);
+  const Output again = run(args);
+  ASSERT_EQ(again.code, 0) << again.text;
+  EXPECT_NE(again.text.find("18 config(s) already evaluated"), std::string::npos) << again.text;
+  EXPECT_NE(again.text.find("search space exhausted: all 36 valid configs evaluated"), std::string::npos) << again.text;
+  EXPECT_NE(again.text.find("cubin compiled again"), std::string::npos) << again.text;  // the old champion's
+  const auto its = f.iterations();
+  ASSERT_EQ(its.size(), 36u);  // not 54: the 18 configs at G 0 are the old rows
+  std::set<std::string> added;
+  for (std::size_t i = before.size(); i < its.size(); ++i) {
+    EXPECT_TRUE(is_finished(its[i].status) && its[i].status != IterationStatus::interrupted) << its[i].iter;
+    EXPECT_NE(its[i].params.find(",G=1"), std::string::npos) << "evaluated again: " << its[i].params;
+    added.insert(its[i].params);
+  }
+  EXPECT_EQ(added.size(), 18u);
+  auto db = ExperimentDb::open(f.db, ExperimentDb::Mode::read_only);
+  const auto champ = db.iteration(db.champion("smoke", ChampionScope::overall)->iteration_id);
+  EXPECT_EQ(champ->params.rfind("A=4,B=2", 0), 0u) << champ->params;  // the best score (A 4, B 2), with G or without
+}
+
 TEST(Daemon, StopFinishesTheIterationInFlightAndStatusReportsIt) {
   Fixture f;
   ASSERT_EQ(run(f.args("--detach"), "FAKE_WORKER_DELAY=0.3").code, 0);

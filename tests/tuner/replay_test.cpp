@@ -172,6 +172,77 @@ TEST(Replay, LadderScreensFromCaseResultsAndCostsLess) {
   EXPECT_NE(replay_json({l}).find("\"fidelity\": \"ladder\""), std::string::npos);
 }
 
+/// The tile space after it gained SOFTMAX (values 0, 1, 2; default 0; 1 and 2 need STAGES >= 3).
+TemplateSpace grown_tile_space(const std::string& dir) {
+  const char* params =
+      R"("BLOCK_M": {"values": [64, 128, 192]}, "BLOCK_N": {"values": [32, 64, 128]}, "WARPS": {"values": [2, 4, 8]},
+         "STAGES": {"values": [1, 2, 3, 4]}, "SOFTMAX": {"values": [0, 1, 2]})";
+  const char* constraints =
+      R"({"expr": "BLOCK_M % (16*WARPS) == 0"}, {"expr": "BLOCK_M * BLOCK_N * STAGES <= 128*128*2"},
+         {"expr": "STAGES >= 2 || BLOCK_N <= 64"}, {"expr": "SOFTMAX == 0 || STAGES >= 3"})";
+  return TemplateSpace::load(test::write_space(
+      dir, "tile",
+      test::space_json("tile", params, constraints,
+                       R"({"BLOCK_M": 128, "BLOCK_N": 64, "WARPS": 4, "STAGES": 2, "SOFTMAX": 0})")));
+}
+
+TEST(Replay, ADbRecordedBeforeAParameterWasAddedReplaysTheSpaceItWasRecordedIn) {
+  const auto old_space = test::tile_space(test::temp_dir("replay"));
+  const auto grown = grown_tile_space(test::temp_dir("replay-grown"));
+  ASSERT_GT(grown.count_valid(), old_space.count_valid());
+  const auto table = tile_table(old_space);  // configs without SOFTMAX
+  const auto valid = old_space.enumerate();
+  std::size_t best_pos = 0;
+  double best = 1e9;
+  for (std::size_t i = 0; i < valid.size(); ++i)
+    if (const auto sc = tile_score(valid[i]); sc && *sc < best) best = *sc, best_pos = i;
+
+  ReplayOptions o;
+  o.strategy = "exhaustive";
+  o.thresholds = {0.0};
+  o.seeds = 2;
+  const auto s = replay(table, {grown}, o);
+  // SOFTMAX is pinned to 0: the space and the walk are the old ones, every proposal answered.
+  EXPECT_EQ(s.space, valid.size());
+  EXPECT_EQ(s.answered, valid.size());
+  EXPECT_EQ(s.pinned, (std::vector<std::string>{"tile SOFTMAX"}));
+  EXPECT_NE(format_replay(s).find("pinned to the default (added to the template since): tile SOFTMAX"), std::string::npos)
+      << format_replay(s);
+  for (const auto& r : s.runs) {
+    EXPECT_EQ(r.unknown, 0u);
+    ASSERT_TRUE(r.evals_to[0]);
+    EXPECT_EQ(*r.evals_to[0], best_pos + 1);
+    EXPECT_DOUBLE_EQ(r.best_ms, 1.0);
+  }
+  // A DB of both eras: SOFTMAX is named by some rows, so the grown space is replayed; the rows without it
+  // answer for SOFTMAX 0, and a row that spells SOFTMAX 0 out wins over the one that lacked it.
+  auto mixed = table;
+  Config dflt = grown.default_config();  // BLOCK_M 128, BLOCK_N 64, WARPS 4, STAGES 2 (score 1.25 in the old rows)
+  ReplayEntry better = mixed.templates["tile"].at(old_space.default_config());
+  better.full_ms = 0.9;
+  mixed.templates["tile"].emplace(dflt, better);
+  Config soft = dflt;
+  soft["STAGES"] = 3;
+  soft["SOFTMAX"] = 1;
+  ReplayEntry e = better;
+  e.full_ms = 0.95;
+  mixed.templates["tile"].emplace(soft, e);
+  o = ReplayOptions{};
+  o.strategy = "exhaustive";
+  o.thresholds = {0.0};
+  o.seeds = 1;
+  o.skip_unknown = true;
+  o.max_evaluations = grown.count_valid();  // walk the whole space
+  const auto x = replay(mixed, {grown}, o);
+  EXPECT_TRUE(x.pinned.empty());
+  EXPECT_EQ(x.space, grown.count_valid());
+  EXPECT_EQ(x.answered, valid.size() + 1);  // the old configs at SOFTMAX 0, and SOFTMAX 1 at STAGES 3
+  EXPECT_DOUBLE_EQ(x.best_ms, 0.9);
+  ASSERT_TRUE(x.runs[0].evals_to[0]) << format_replay(x);  // reached only through the row that spells SOFTMAX 0 out
+  EXPECT_DOUBLE_EQ(x.runs[0].best_ms, 0.9);
+  EXPECT_EQ(x.runs[0].evaluations, valid.size() + 1);  // every answered config, each once
+}
+
 TEST(Replay, OnTheCommittedFa3TmaDbEvolutionaryGetsWithin2PercentInUnder5PercentOfTheSpace) {
   // Real data: 10,601 fa3_tma configs, a uniform sample of its space, each evaluated on the whole full suite
   // on an H100 (2026-11-23, docs/results.md "The random full-fidelity DB"). The claims docs/results.md and

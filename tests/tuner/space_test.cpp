@@ -127,6 +127,75 @@ TEST(TemplateSpace, IndicesRoundTrip) {
   EXPECT_THROW(s.config_at({0, 0, 0, 9}), std::out_of_range);
 }
 
+TEST(TemplateSpace, CompleteFillsOnlyTheMissingParametersWithTheirDefaults) {
+  const auto s = tile_space(test::temp_dir("tuner-space"));  // default BLOCK_M 128, BLOCK_N 64, WARPS 4, STAGES 2
+  // Two parameters missing: they take the default; the two given keep their (non-default) values.
+  const Config partial{{"BLOCK_M", 64}, {"BLOCK_N", 32}};
+  EXPECT_EQ(s.complete(partial), (Config{{"BLOCK_M", 64}, {"BLOCK_N", 32}, {"WARPS", 4}, {"STAGES", 2}}));
+  EXPECT_EQ(s.complete({}), s.default_config());
+  for (const auto& c : s.enumerate()) EXPECT_EQ(s.complete(c), c);  // a complete config is left alone
+  // Keys it has are kept as they are, even unknown ones or values outside the list: check() still judges them.
+  const Config odd = s.complete({{"BLOCK_M", 96}, {"SPLIT_K", 2}});
+  EXPECT_EQ(odd, (Config{{"BLOCK_M", 96}, {"BLOCK_N", 64}, {"WARPS", 4}, {"STAGES", 2}, {"SPLIT_K", 2}}));
+  EXPECT_NE(s.check(odd).value_or("").find("unknown parameter SPLIT_K"), std::string::npos);
+  // A completed config can still break a constraint: 64 rows with the default WARPS 4 fit, with 8 they do not.
+  EXPECT_FALSE(s.check(s.complete({{"BLOCK_M", 64}})).has_value());
+  EXPECT_EQ(s.check(s.complete({{"BLOCK_M", 64}, {"WARPS", 8}})).value_or(""), "each warp owns 16-row slices");
+}
+
+TEST(TemplateSpace, PinToDefaultRestrictsTheSpaceToTheDefaultsSlice) {
+  const auto dir = test::temp_dir("tuner-space");
+  const auto full = tile_space(dir);
+  auto s = full;
+  s.pin_to_default("STAGES");  // default 2
+  EXPECT_EQ(s.parameters()[3].values, (std::vector<std::int64_t>{2}));
+  std::vector<Config> expected;  // the full space's configs at STAGES 2, in its order
+  for (const auto& c : full.enumerate())
+    if (c.at("STAGES") == 2) expected.push_back(c);
+  ASSERT_GT(expected.size(), 3u);
+  EXPECT_LT(expected.size(), full.count_valid());
+  EXPECT_EQ(s.enumerate(), expected);
+  EXPECT_EQ(s.count_valid(), expected.size());
+  EXPECT_EQ(s.raw_size(), 3u * 3 * 3);
+  Config c = s.default_config();
+  c["STAGES"] = 3;
+  EXPECT_FALSE(full.check(c).has_value());
+  EXPECT_NE(s.check(c).value_or("").find("STAGES=3 is not one of its values [2]"), std::string::npos);
+  EXPECT_EQ(full.count_valid(), full.enumerate().size());  // the copy it was pinned on is unchanged
+  EXPECT_EQ(full.parameters()[3].values.size(), 4u);
+  // Unknown names are refused, naming the parameter; the space is left as it was.
+  try {
+    s.pin_to_default("SOFTMAX");
+    ADD_FAILURE() << "pinning an unknown parameter did not throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("SOFTMAX"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(s.count_valid(), expected.size());
+
+  // A template that gained a parameter (SOFTMAX, default 0, with a constraint of its own), pinned to its
+  // default, is the space it was before, each config completed with SOFTMAX 0.
+  const char* params =
+      R"("BLOCK_M": {"values": [64, 128, 192]}, "BLOCK_N": {"values": [32, 64, 128]}, "WARPS": {"values": [2, 4, 8]},
+         "STAGES": {"values": [1, 2, 3, 4]}, "SOFTMAX": {"values": [0, 1, 2]})";
+  const char* constraints =
+      R"({"expr": "BLOCK_M % (16*WARPS) == 0"}, {"expr": "BLOCK_M * BLOCK_N * STAGES <= 128*128*2"},
+         {"expr": "STAGES >= 2 || BLOCK_N <= 64"}, {"expr": "SOFTMAX == 0 || STAGES >= 3"})";
+  const auto grown_dir = test::temp_dir("tuner-space-grown");
+  auto grown = TemplateSpace::load(write_space(
+      grown_dir, "tile",
+      space_json("tile", params, constraints, R"({"BLOCK_M": 128, "BLOCK_N": 64, "WARPS": 4, "STAGES": 2, "SOFTMAX": 0})")));
+  EXPECT_GT(grown.count_valid(), full.count_valid());
+  for (const auto& old : full.enumerate()) EXPECT_EQ(grown.check(old).value_or(""), "missing parameter SOFTMAX");
+  std::vector<Config> old_completed;
+  for (const auto& old : full.enumerate()) {
+    old_completed.push_back(grown.complete(old));
+    EXPECT_FALSE(grown.check(old_completed.back()).has_value()) << config_to_compact(old);
+  }
+  grown.pin_to_default("SOFTMAX");
+  EXPECT_EQ(grown.enumerate(), old_completed);
+  EXPECT_EQ(grown.count_valid(), full.count_valid());
+}
+
 /// One parameter X in [-4, 9] and one constraint: the valid X must be exactly those of `pred`.
 void expect_one_param_constraint(const std::string& expr, const std::function<bool(std::int64_t)>& pred) {
   static int counter = 0;
