@@ -20,13 +20,18 @@
 //   OVERLAP        1 softmax of tile i overlaps P V of tile i-1 (FA3 intra-warpgroup); 2 also across work tiles
 //   PINGPONG       1 the two consumer warpgroups take turns issuing GEMMs (FA3 inter-warpgroup)
 //   EPILOGUE       0 direct stores, 1 via shared memory, 2 via shared memory + TMA store
-//   CONVERTERS     warps of the producer warpgroup that convert V (1..3)
+//   CONVERTERS     warps of the producer warpgroup that convert V (1..3; 4: warp 0's lanes 1..31 as well)
 //   FOLD_SCALE     1 softmax scale folded into the exp2 FMA, 0 a separate multiply
 //   RESCALE_SKIP   1 skip the O rescale when no row maximum of the warp moved
+//   SOFTMAX        0 exact row maximum per tile, 1 conditional rescale (base moves only by > 8 in log2),
+//                  2 stale base checked by the row sum (blocks/softmax.cuh)
+//   V_CONVERT      V tiles bf16 -> fp16: 0 cvt through fp32, 1 integer bit arithmetic (hopper_common.cuh)
 //   Q_BUFFERS      2 the next work tile's Q loads while this one computes; 1 one Q buffer
 // Measurement-only switches (bench --define, outside the space): FOLD_SCALE, ABLATE, KV_SPLIT (1: K and V
-// slots released apart, the default), V_STAGES (0: derived) (blocks/traits.cuh); ATTN_EXP2_POLY,
-// ATTN_ROWSUM_CHAINS (hopper_common.cuh); ATTN_TRACE (blocks/trace.cuh, set by `attn-tuner trace`).
+// slots released apart, the default), V_STAGES (0: derived), L2_PREFETCH (blocks/traits.cuh); ATTN_EXP2_POLY,
+// ATTN_ROWSUM_CHAINS, ATTN_MAX_TREE, ATTN_DESC_ADD32 (hopper_common.cuh); ATTN_UNIFORM_META (blocks/consumer.cuh);
+// ATTN_CONVERT_UNROLL (blocks/producer.cuh); ATTN_TRACE (blocks/trace.cuh, set by `attn-tuner trace`).
+// CONVERTERS 1 and 4 and OVERLAP 2 exist for ablation too (docs/kernels.md, docs/gen2-results.md).
 #include "blocks/consumer.cuh"
 #include "blocks/producer.cuh"
 #include "blocks/traits.cuh"
@@ -77,6 +82,15 @@
 #ifndef Q_BUFFERS
 #define Q_BUFFERS 2
 #endif
+#ifndef SOFTMAX
+#define SOFTMAX 0  // a config recorded before SOFTMAX was a parameter compiles as it did then
+#endif
+#ifndef V_CONVERT
+#define V_CONVERT 0  // likewise
+#endif
+#ifndef L2_PREFETCH
+#define L2_PREFETCH 0  // measurement switch: Fa3Traits::kL2Prefetch (blocks/producer.cuh)
+#endif
 #ifndef KV_SPLIT
 #define KV_SPLIT 1  // measurement switch (bench --define KV_SPLIT=0): Fa3Traits::kKvSplit (blocks/traits.cuh)
 #endif
@@ -89,7 +103,8 @@
 
 namespace {
 using Traits = hopper::Fa3Traits<CONSUMERS, BLOCK_N, STAGES, PRODUCER_REGS, CTAS_PER_SM, EPILOGUE, SCHEDULE, ORDER,
-                                 KV_ORDER, OVERLAP, PINGPONG, CONVERTERS, Q_BUFFERS, ABLATE, KV_SPLIT, V_STAGES>;
+                                 KV_ORDER, OVERLAP, PINGPONG, CONVERTERS, Q_BUFFERS, ABLATE, KV_SPLIT, V_STAGES,
+                                 SOFTMAX, V_CONVERT, L2_PREFETCH>;
 }  // namespace
 
 // {threads, dynamic smem bytes, BLOCK_M, grid mode (0 ABI grid, 1 persistent), tensor-map box rows of
@@ -114,7 +129,7 @@ block_sparse_attn_fwd(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* 
   const Pipeline<Traits> pl{raw_base + pad, unsigned(__cvta_generic_to_shared(bars)), meta};
   const KernelArgs args{row_ptr, col_idx, seq_lens, o, lse, batch_size, num_heads, t_max, col_width};
 
-  const int tid = threadIdx.x, wg = tid >> 7;
+  const int tid = threadIdx.x, wg = uniform_meta(tid >> 7);
   if (tid == 0) pl.init();
   __syncthreads();
 
@@ -125,6 +140,7 @@ block_sparse_attn_fwd(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* 
     const int warp = tid >> 5;
     if (warp == 0) {
       if (tid == 0) produce<Traits>(pl, maps, args);
+      else if (Traits::kConverterWarps == 4) convert_v<Traits>(pl, smem, 95 + tid);  // lanes 1..31: 96..126
     } else if (warp <= Traits::kConverterWarps) {
       convert_v<Traits>(pl, smem, tid - 32);
     }

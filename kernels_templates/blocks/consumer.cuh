@@ -1,7 +1,7 @@
 // Consumers of the generation-2 templates: warpgroup 1 + cwg owns query rows [64 cwg, 64 cwg + 64) of every
 // work tile. Per tile of the stream (pipeline.cuh): S = Q K^T (wgmma m64nBLOCK_Nk16, Q and K from swizzled
 // shared memory, bf16 -> fp32), the online softmax in the exp2 domain with the diagonal kv block masked
-// (hopper_common.cuh), O += P V (wgmma m64n128k16, P fp16 from registers, V fp16 MN-major).
+// (blocks/softmax.cuh, in the SOFTMAX mode), O += P V (wgmma m64n128k16, P fp16 from registers, V fp16 MN-major).
 //   OVERLAP 1   FlashAttention-3's intra-warpgroup pipelining: S of tile i is issued before P V of tile
 //               i-1, and the softmax of tile i runs while P V of tile i-1 is on the tensor cores.
 //   OVERLAP 2   as 1, and carried across work tiles: the last P V of a work tile is issued with the first
@@ -10,14 +10,26 @@
 //               boundary is a large share of the time: docs/gen2-results.md, ablation).
 //   PINGPONG 1  FlashAttention-3's inter-warpgroup ping-pong: the two consumer warpgroups take turns to
 //               issue their GEMMs (named barriers 3 and 4), so one's softmax hides under the other's GEMMs.
-//   RESCALE_SKIP 1  O is rescaled only when some row maximum of the warp moved (alpha != 1).
+//   RESCALE_SKIP 1  O is rescaled only when some row maximum of the warp moved (alpha != 1); SOFTMAX 1 and 2
+//               always skip it so (blocks/softmax.cuh).
 // Sources: Shah et al., "FlashAttention-3" (2024), sections 3.1-3.2; PTX ISA, wgmma register fragments.
 #pragma once
 #include "blocks/epilogue.cuh"
+#include "blocks/softmax.cuh"
 #include "blocks/tile_scheduler.cuh"
 #include "blocks/trace.cuh"
 
+// ATTN_UNIFORM_META: the slot descriptors and the warpgroup index the consumers branch on are broadcast
+// from lane 0 (warp_uniform), so that the compiler knows the loop control, the ring slots and the wgmma
+// descriptors to be warp-uniform (measurement switch, bench --define ATTN_UNIFORM_META=0 for the plain reads).
+#ifndef ATTN_UNIFORM_META
+#define ATTN_UNIFORM_META 1
+#endif
+
 namespace hopper {
+
+/// x, as warp_uniform gives it under ATTN_UNIFORM_META (the value is the same in every lane either way).
+__device__ __forceinline__ int uniform_meta(int x) { return ATTN_UNIFORM_META ? warp_uniform(x) : x; }
 
 /// Ping-pong turn-taking between the two consumer warpgroups (no-ops unless T::kPingpong).
 template <class T>
@@ -36,25 +48,6 @@ struct Turns {
     if constexpr (T::kPingpong) if (cwg == 0) named_sync(3, 256);
   }
 };
-
-/// The tile's online softmax (hopper_common.cuh softmax_tile), or under ABLATE bit 2 only P = fp16(S).
-template <class T, bool Fold, int kN = T::kBlockN>
-__device__ __forceinline__ void softmax(float (&s)[kN / 2], unsigned (&pa)[kN / 16][4], float (&alpha)[2],
-                                        float (&row_max)[2], float (&row_sum)[2], bool diagonal, int qpos,
-                                        int key0, int seq_len, int lane) {
-  if constexpr (T::kNoSoftmax) {
-    alpha[0] = alpha[1] = 1.f;
-    row_max[0] = row_max[1] = 0.f;
-    row_sum[0] = row_sum[1] = 1.f;
-#pragma unroll
-    for (int kk = 0; kk < kN / 16; ++kk)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) pa[kk][e] = pack_half2(s[8 * kk + 2 * e], s[8 * kk + 2 * e + 1]);
-  } else {
-    softmax_tile<kN, Fold>(s, pa, alpha, row_max, row_sum, diagonal, qpos, key0, seq_len, lane);
-    if constexpr (T::kNoRowSum) row_sum[0] = row_sum[1] = 1.f;
-  }
-}
 
 template <class T, bool Fold, bool RescaleSkip>
 __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* smem, const AttnTmaps& maps,
@@ -88,9 +81,8 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
     for (int kk = 0; kk < (T::kNoPv ? 0 : kN / 16); ++kk) wgmma_rs_n128_tb(acc, pa[kk], desc_add(v_desc, kk * 2048));
     wgmma_commit();
   };
-  auto rescale = [&](const float (&alpha)[2]) {
-    if constexpr (T::kNoSoftmax) return;
-    if (RescaleSkip && !__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) return;
+  auto rescale = [&](const float (&alpha)[2], bool moved) {  // moved: softmax() said O needs alpha
+    if (!moved) return;
 #pragma unroll
     for (int j = 0; j < 16; ++j)
 #pragma unroll
@@ -142,7 +134,7 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
     const int s0 = slot_of<T>(i);
     const unsigned ph0 = parity_of<T>(i);
     mbar_wait(pl.k_full(s0), ph0);
-    const int2 m0 = pl.meta[s0];
+    const int2 m0 = make_int2(uniform_meta(pl.meta[s0].x), uniform_meta(pl.meta[s0].y));
     tr.mark(kTrWork);
     if (m0.x == kMetaExit) {
       if (T::kCarry && pending) {
@@ -189,7 +181,7 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
       int info = m0.y;
       if (!first) {  // the work tile's first use was waited for above
         mbar_wait(pl.k_full(s), ph);
-        info = pl.meta[s].y;
+        info = uniform_meta(pl.meta[s].y);
       }
       tr.mark(kTrKv);
       last = info & kInfoLast;
@@ -212,8 +204,8 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
           tr.mark(kTrQkDone);
           if (last) mbar_arrive(pl.q_empty(qb));
           release_k(s);
-          softmax<T, Fold>(sc, pa, alpha, row_max, row_sum, kv == q_block, q_pos0 + r.my_row0,
-                                 kv * T::kBlock + key0, seq_len, lane);
+          softmax<T, Fold, RescaleSkip>(sc, pa, alpha, row_max, row_sum, kv == q_block, true, q_pos0 + r.my_row0,
+                                        kv * T::kBlock + key0, seq_len, lane);
           tr.mark(kTrSoftmax);
         } else {
           mbar_wait(pl.v_ready(prev_vs), prev_vph);
@@ -227,8 +219,8 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
           tr.mark(kTrQkDone);
           if (last) mbar_arrive(pl.q_empty(qb));  // every Q K^T of the work tile is done
           release_k(s);
-          softmax<T, Fold>(sc, pn, alpha, row_max, row_sum, kv == q_block, q_pos0 + r.my_row0,
-                                 kv * T::kBlock + key0, seq_len, lane);
+          const bool moved = softmax<T, Fold, RescaleSkip>(sc, pn, alpha, row_max, row_sum, kv == q_block, first,
+                                                           q_pos0 + r.my_row0, kv * T::kBlock + key0, seq_len, lane);
           tr.mark(kTrSoftmax);
           finish_pv();
           tr.mark(kTrPvDone);
@@ -238,7 +230,7 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
 #pragma unroll
             for (int j = 0; j < 64; ++j) acc[j] = 0.f;
           } else {
-            rescale(alpha);
+            rescale(alpha, moved);
           }
 #pragma unroll
           for (int kk = 0; kk < kN / 16; ++kk)
@@ -259,9 +251,9 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
           tr.mark(kTrQkDone);
           if (last) mbar_arrive(pl.q_empty(qb));
           release_k(s);
-          softmax<T, Fold>(sc, pa, alpha, row_max, row_sum, kv == q_block, q_pos0 + r.my_row0,
-                                 kv * T::kBlock + key0, seq_len, lane);
-          rescale(alpha);
+          const bool moved = softmax<T, Fold, RescaleSkip>(sc, pa, alpha, row_max, row_sum, kv == q_block, first,
+                                                           q_pos0 + r.my_row0, kv * T::kBlock + key0, seq_len, lane);
+          rescale(alpha, moved);
           tr.mark(kTrSoftmax);
           mbar_wait(pl.v_ready(vs), vph);
           turns.wait();

@@ -77,7 +77,7 @@ struct Pipeline {
     }
     for (int vs = 0; vs < T::kVStages; ++vs) {
       mbar_init(v_full(vs), 1);
-      mbar_init(v_ready(vs), 32 * T::kConverterWarps);
+      mbar_init(v_ready(vs), T::kConverterThreads);
       if (T::kKvSplit) mbar_init(v_empty(vs), 128 * T::kConsumers);
     }
     for (int b = 0; b < T::kQBuffers; ++b) {

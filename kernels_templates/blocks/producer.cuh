@@ -7,6 +7,12 @@
 #include "blocks/tile_scheduler.cuh"
 #include "blocks/trace.cuh"
 
+// ATTN_CONVERT_UNROLL: 16-byte V chunks each converter thread has in flight (the unroll of its loop; a
+// measurement switch, bench --define: more hides more shared-memory latency, at 4 registers a chunk).
+#ifndef ATTN_CONVERT_UNROLL
+#define ATTN_CONVERT_UNROLL 4
+#endif
+
 namespace hopper {
 
 /// The CSR entries of one work tile, filtered as reference.py filters them: an entry outside
@@ -99,6 +105,22 @@ __device__ __forceinline__ void produce(const Pipeline<T>& pl, const AttnTmaps& 
       tma_load_2d(pl.q(b), &maps.q, pl.q_full(b), 0, row);
       tma_load_2d(pl.q(b) + T::kQHalf, &maps.q, pl.q_full(b), 64, row);
     };
+    // L2_PREFETCH (measurement switch): the work tile's other K and V tiles start from device memory into L2
+    // while its first one loads, so that their TMA loads, issued as ring slots free up, hit L2. Measured 11 %
+    // slower on full (2026-11-25): the walk delays the tile's Q load, and the consumers' waits for K did not
+    // shrink, so they are not L2 misses (docs/gen2-results.md).
+    auto prefetch_rest = [&]() {
+#pragma unroll 2
+      for (int tt = t + 1; tt < walk.n; ++tt) {
+        const int inf = walk.info(tt);
+        if (inf < 0) continue;
+        const int kv_row = (T::kSameKv ? 0 : bh * a.t_max + info_kv(inf) * T::kBlock) + info_sub(inf) * T::kBlockN;
+        tma_prefetch_l2(&maps.k, 0, kv_row);
+        tma_prefetch_l2(&maps.k, 64, kv_row);
+        tma_prefetch_l2(&maps.v, 0, kv_row);
+        tma_prefetch_l2(&maps.v, 64, kv_row);
+      }
+    };
     for (bool first = true; t < walk.n; first = false) {
       int info_next = -1;
       const int t_next = walk.next(t + 1, info_next);
@@ -111,7 +133,10 @@ __device__ __forceinline__ void produce(const Pipeline<T>& pl, const AttnTmaps& 
       mbar_arrive_expect_tx(pl.v_full(vs), T::kKvBytes);
       tma_load_2d(pl.v(vs), &maps.v, pl.v_full(vs), 0, kv_row);
       tma_load_2d(pl.v(vs) + T::kKvHalf, &maps.v, pl.v_full(vs), 64, kv_row);
-      if (first) load_q();
+      if (first) {
+        if constexpr (T::kL2Prefetch) prefetch_rest();
+        load_q();
+      }
       t = t_next;
       info = info_next;
     }
@@ -124,11 +149,12 @@ __device__ __forceinline__ void produce(const Pipeline<T>& pl, const AttnTmaps& 
   tr.stop();
 }
 
-/// A converter thread (c in 0 .. 32 * CONVERTERS - 1): each V tile of the stream, bf16 -> fp16 in place,
-/// then fence the generic-proxy writes for wgmma (async proxy) and arrive on v_ready.
+/// A converter thread (c in 0 .. Traits::kConverterThreads - 1): each V tile of the stream, bf16 -> fp16 in place
+/// (V_CONVERT 0: cvt through fp32, 1: integer bit arithmetic, hopper_common.cuh), then fence the
+/// generic-proxy writes for wgmma (async proxy) and arrive on v_ready.
 template <class T>
 __device__ __forceinline__ void convert_v(const Pipeline<T>& pl, unsigned char* smem, int c) {
-  constexpr int kThreads = 32 * T::kConverterWarps;
+  constexpr int kThreads = T::kConverterThreads;
   constexpr int kChunks = T::kBlockN * 16;  // 16-byte chunks per V tile
   Tracer tr;  // ATTN_TRACE builds only (trace.cuh)
   tr.start(1, c == 0);
@@ -143,16 +169,13 @@ __device__ __forceinline__ void convert_v(const Pipeline<T>& pl, unsigned char* 
     }
     if (!(m.y & kInfoEmpty) && !T::kNoConvert) {
       unsigned char* tile = smem + (pl.v(s) - pl.base);
-#pragma unroll 4
+#pragma unroll ATTN_CONVERT_UNROLL
       for (int idx = c; idx < kChunks; idx += kThreads) {
         uint4* p = reinterpret_cast<uint4*>(tile + idx * 16);  // chunk order is irrelevant in place
         uint4 x = *p;
         unsigned* w = reinterpret_cast<unsigned*>(&x);
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const float2 f = __bfloat1622float2(*reinterpret_cast<__nv_bfloat162*>(&w[j]));
-          w[j] = pack_half2(f.x, f.y);
-        }
+        for (int j = 0; j < 4; ++j) w[j] = T::kVConvert ? bf16x2_to_f16x2_bits(w[j]) : bf16x2_to_f16x2_cvt(w[j]);
         *p = x;
       }
       fence_proxy_async();

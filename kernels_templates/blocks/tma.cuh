@@ -45,6 +45,15 @@ template <int N>
 __device__ __forceinline__ void bulk_wait() {
   asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
 }
+/// Starts fetching the box at (column c0, row c1) of `map` from device memory into L2, with no shared-memory
+/// destination and nothing to wait for (PTX "cp.async.bulk.prefetch.tensor"): a later tma_load_2d of the
+/// box then hits L2.
+__device__ __forceinline__ void tma_prefetch_l2(const TmaDesc* map, int c0, int c1) {
+  asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];\n" ::"l"(
+                   reinterpret_cast<unsigned long long>(map)),
+               "r"(c0), "r"(c1)
+               : "memory");
+}
 /// Pulls a tensor map into the descriptor cache ahead of its first use.
 __device__ __forceinline__ void tma_prefetch(const TmaDesc* map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<unsigned long long>(map)) : "memory");

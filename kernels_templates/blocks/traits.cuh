@@ -16,7 +16,7 @@ namespace hopper {
 
 template <int Consumers, int BlockN, int Stages, int ProducerRegs, int CtasPerSm, int Epilogue, int Schedule,
           int Order, int KvOrder, int Overlap, int Pingpong, int Converters, int QBuffers, int Ablate = 0,
-          int KvSplit = 1, int VStages = 0>
+          int KvSplit = 1, int VStages = 0, int Softmax = 0, int VConvert = 0, int L2Prefetch = 0>
 struct Fa3Traits {
   static constexpr int kBlock = 128;              // q_block / kv block size and head dim (spec.py)
   static constexpr int kConsumers = Consumers;    // consumer warpgroups, 64 query rows each
@@ -32,8 +32,16 @@ struct Fa3Traits {
   static constexpr bool kOverlap = Overlap != 0;  // softmax of tile i overlaps P V of tile i-1
   static constexpr bool kCarry = Overlap == 2;    // ... across work tiles: the last P V goes with the next Q K^T
   static constexpr bool kPingpong = Pingpong != 0 && Consumers == 2;  // consumer warpgroups alternate GEMMs
-  static constexpr int kConverterWarps = Converters;  // producer-warpgroup warps converting V (1..3)
+  // Producer-warpgroup warps converting V: 1..3 are warps 1..Converters; 4 adds lanes 1..31 of warp 0, whose
+  // lane 0 is the TMA producer thread (the warp runs the two roles diverged, as independent thread scheduling
+  // allows: neither role uses a warp-collective instruction).
+  static constexpr int kConverterWarps = Converters;
+  static constexpr int kConverterThreads = Converters == 4 ? 127 : 32 * Converters;
   static constexpr int kQBuffers = QBuffers;  // 2: the next work tile's Q loads while this one computes
+  static constexpr int kSoftmax = Softmax;    // 0 exact, 1 conditional rescale, 2 stale base (blocks/softmax.cuh)
+  static constexpr int kVConvert = VConvert;  // V bf16 -> fp16: 0 cvt through fp32, 1 integer bit arithmetic
+  // Measurement switch L2_PREFETCH: a work tile's later K/V tiles prefetched into L2 at its start (producer.cuh).
+  static constexpr bool kL2Prefetch = L2Prefetch != 0;
   // 1 (default): a slot's K half is released once its Q K^T is done and its V half after the P V (FA3's
   // separate K and V pipelines), so the producer refills K while the slot's P V is still pending (OVERLAP
   // holds a slot until the next tile's softmax); 0: the whole slot after the P V (measurement switch).
@@ -89,8 +97,11 @@ struct Fa3Traits {
   static_assert(ProducerRegs % 8 == 0 && ProducerRegs >= 24 && ProducerRegs <= kLaunchRegs,
                 "setmaxnreg.dec takes a multiple of 8 in 24..the launch registers");
   static_assert(kConsumerRegs > kLaunchRegs, "setmaxnreg.inc must raise the consumers' registers");
-  static_assert(Converters >= 1 && Converters <= 3, "warps 1..3 of the producer warpgroup convert V");
+  static_assert(Converters >= 1 && Converters <= 4,
+                "warps 1..3 of the producer warpgroup (4: and warp 0's lanes 1..31) convert V");
   static_assert(QBuffers == 1 || QBuffers == 2, "one or two Q buffers");
+  static_assert(Softmax >= 0 && Softmax <= 2, "SOFTMAX 0 exact, 1 conditional rescale, 2 stale base");
+  static_assert(VConvert == 0 || VConvert == 1, "V_CONVERT 0 cvt, 1 integer bit arithmetic");
 };
 
 }  // namespace hopper

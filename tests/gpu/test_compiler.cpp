@@ -6,6 +6,7 @@
 #include <set>
 
 #include "gpu/compiler.hpp"
+#include "tuner/space.hpp"
 #include "tests/test_support.hpp"
 
 namespace attn {
@@ -205,6 +206,33 @@ TEST(CompilePool, CompilesConfigsInParallel) {
   }
   EXPECT_EQ(hashes.size(), accs.size());
   EXPECT_FALSE(futures.back().get().ok);
+}
+
+// fa3_tma's softmax modes and V conversions (2026-11-25) on the structure of the full-suite champions: each
+// compiles, with no wgmma serialised by ptxas (a wgmma under a run-time condition did that once, warning
+// C7520: docs/kernels.md) and no spill at PRODUCER_REGS 40 (SOFTMAX 2 keeps S intact beside the new P for its
+// slow path, the register pressure to watch), and each is a kernel of its own.
+TEST(Fa3TmaTemplate, EverySoftmaxModeAndVConversionCompilesUnserialisedWithoutSpills) {
+  const TemplateSpace space = TemplateSpace::load_named(templates(), "fa3_tma");
+  Config base = space.default_config();
+  for (const auto& [k, v] : Config{{"EPILOGUE", 2}, {"KV_ORDER", 0}, {"ORDER", 2}, {"Q_BUFFERS", 1}, {"SCHEDULE", 2},
+                                   {"OVERLAP", 1}, {"PINGPONG", 1}, {"PRODUCER_REGS", 40}})
+    base[k] = v;
+  const Compiler c = make_compiler(test::temp_dir("attn-cache"));
+  std::set<std::string> hashes;
+  for (const auto& [softmax, convert] : std::vector<std::pair<int, int>>{{0, 0}, {1, 0}, {2, 0}, {2, 1}}) {
+    Config cfg = base;
+    cfg["SOFTMAX"] = softmax;
+    cfg["V_CONVERT"] = convert;
+    ASSERT_FALSE(space.check(cfg)) << *space.check(cfg);
+    const CompiledVariant v = c.compile({space.source_path(), space.kernel(), cfg, {}});
+    const std::string what = "SOFTMAX " + std::to_string(softmax) + ", V_CONVERT " + std::to_string(convert);
+    ASSERT_TRUE(v.ok) << what << ": " << v.log;
+    EXPECT_EQ(v.log.find("serialized"), std::string::npos) << what << ": " << v.log;
+    EXPECT_EQ(v.resources.spill_stores + v.resources.spill_loads, 0) << what << ": " << v.log;
+    hashes.insert(v.hash);
+  }
+  EXPECT_EQ(hashes.size(), 4u);
 }
 
 TEST(Compiler, DefaultCacheDirFollowsEnvironment) {
