@@ -4,9 +4,11 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -21,6 +23,26 @@
 namespace attn {
 
 namespace {
+
+/// Seconds from `from` to `to`, both ISO-8601 UTC timestamps as the DB writes them
+/// ("2026-11-25T00:45:42.373Z"); nullopt when either does not parse.
+std::optional<double> seconds_between(const std::string& from, const std::string& to) {
+  auto parse = [](const std::string& t) -> std::optional<double> {
+    std::tm tm{};
+    double frac = 0;
+    char z = 0;
+    if (std::sscanf(t.c_str(), "%4d-%2d-%2dT%2d:%2d:%lf%c", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+                    &tm.tm_min, &frac, &z) != 7 || z != 'Z')
+      return std::nullopt;
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    tm.tm_sec = 0;
+    return double(timegm(&tm)) + frac;
+  };
+  const auto a = parse(from), b = parse(to);
+  if (!a || !b) return std::nullopt;
+  return *b - *a;
+}
 
 /// One status view of the DB at `db_path` (text, or JSON with as_json). Throws CliError when there is no
 /// DB or no run yet.
@@ -49,7 +71,10 @@ void print_status(const std::string& db_path, bool as_json) {
       stale_alive = fmt::format("stale {} is alive although no daemon runs: the next `run` kills it (or kill -KILL -{})",
                                 s->describe(), s->record.pgid);
   const RunProgress p = db.run_progress(run.id);
-  const double elapsed = live_ok ? live.value("elapsed_s", 0.0) : 0.0;
+  // The rate's time: the live status file's, else (a DB collected from another machine, no status file) the
+  // run's start to its end.
+  double elapsed = live_ok ? live.value("elapsed_s", 0.0) : 0.0;
+  if (!live_ok && !run.ended_at.empty()) elapsed = seconds_between(run.started_at, run.ended_at).value_or(0.0);
   const double rate_h = elapsed > 0 ? p.iterations / elapsed * 3600 : 0;
   std::optional<double> eta_s;
   if (live_ok && rate_h > 0 && run.status == RunStatus::running) {

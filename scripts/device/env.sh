@@ -1,6 +1,8 @@
 # Sourced on the GPU machine from the repo root: makes the carried bundle look like a local build at the
 # paths compiled into it (the source tree at /work/main, the build at /work/main/build-lead or $BUILD_NAME).
 here=$(pwd)
+# The bundle travels as .device_bundle.tgz (scripts/device/bundle.sh) unless the folder itself was carried.
+if [[ ! -d .device_bundle && -f .device_bundle.tgz ]]; then tar -xzf .device_bundle.tgz; fi
 mkdir -p /work
 [[ -e /work/main ]] || ln -s "$here" /work/main
 ln -sfn "$here/.device_bundle/bin" "/work/main/${BUILD_NAME:-build-lead}"

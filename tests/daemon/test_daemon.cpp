@@ -11,6 +11,7 @@
 #include <thread>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "daemon/supervise.hpp"
 #include "db/iters_tsv.hpp"
@@ -180,6 +181,22 @@ TEST(Daemon, StopFinishesTheIterationInFlightAndStatusReportsIt) {
   EXPECT_EQ(db.runs().back().stop_reason, "stopped on request");
   EXPECT_LT(its.size(), kFakeSpace);
   EXPECT_FALSE(running_daemon(f.db));
+}
+
+TEST(Daemon, StatusOfACollectedDbWithoutItsStatusFileReportsTheRunsRate) {
+  // A DB brought back from the GPU machine comes without <db>.status.json: the rate then comes from the
+  // run's start and end (it read 0 configs/hour before, 2026-11-25).
+  Fixture f;
+  const Output r = run(f.args(), "FAKE_WORKER_DELAY=0.05");
+  ASSERT_EQ(r.code, 0) << r.text;
+  fs::remove(f.db + ".status.json");
+  const Output st = run("status --db '" + f.db + "' --json");
+  ASSERT_EQ(st.code, 0) << st.text;
+  const auto j = nlohmann::json::parse(st.text);
+  EXPECT_GT(j.at("rate_per_hour").get<double>(), 0.0) << st.text;
+  const Output text = run("status --db '" + f.db + "'");
+  ASSERT_EQ(text.code, 0) << text.text;
+  EXPECT_EQ(text.text.find("; 0 configs/hour"), std::string::npos) << text.text;
 }
 
 TEST(Daemon, BadInputIsAClearErrorAndWritesNothing) {
