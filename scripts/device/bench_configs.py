@@ -16,6 +16,22 @@ import sys
 import time
 
 
+def read_configs(configs_file):
+    """The rows of a configs file as (label, template, full config dict, defines list): a config names only
+    what differs from the template's default (bench and compile want every parameter)."""
+    templates = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "kernels_templates")
+    rows = []
+    for line in open(configs_file):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        label, template, config, *defines = line.split("\t")
+        full = json.load(open(os.path.join(templates, template + ".json")))["default"]
+        full.update(json.loads(config))
+        rows.append((label, template, full, defines[0].split() if defines else []))
+    return rows
+
+
 def main():
     argv = sys.argv[1:]
     extra = []
@@ -28,23 +44,14 @@ def main():
         deadline = argv[i + 1]
         del argv[i:i + 2]
     configs_file, suites, out_path = argv
-    templates = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "kernels_templates")
-    rows = []
-    for line in open(configs_file):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        label, template, config, *defines = line.split("\t")
-        # A config names only what differs from the template's default (bench wants every parameter).
-        full = json.load(open(os.path.join(templates, template + ".json")))["default"]
-        full.update(json.loads(config))
-        rows.append((label, template, json.dumps(full, separators=(",", ":")), defines))
+    rows = [(label, template, json.dumps(full, separators=(",", ":")), defines)
+            for label, template, full, defines in read_configs(configs_file)]
     out = open(out_path, "a")
     for suite in suites.split(","):
         for label, template, config, defines in rows:
             cmd = ["attn-tuner", "bench", "--template", template, "--json", "--deadline", deadline] + extra
             cmd += ["--config", config]
-            for d in defines[0].split() if defines else []:
+            for d in defines:
                 cmd += ["--define", d]
             cmd += ["--manifest", suite[len("manifest:"):]] if suite.startswith("manifest:") else ["--suite", suite]
             t0 = time.time()

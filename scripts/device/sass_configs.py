@@ -15,25 +15,21 @@ import sys
 import tarfile
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_configs import read_configs  # noqa: E402  (the configs file format is bench_configs.py's)
+
 OPS = ["HGMMA", "MUFU", "FMNMX", "FFMA", "FADD", "FMUL", "F2FP", "R2UR", "IMAD", "SHFL", "VOTE", "BRA", "LDL", "STL"]
 
 
 def main():
     configs_file, out_tar = sys.argv[1:3]
-    templates = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "kernels_templates")
     work = tempfile.mkdtemp(prefix="sass_")
     cache = os.path.join(work, "cache")
     print("label                        hash      " + " ".join(f"{o:>6s}" for o in OPS) + "  total")
     with tarfile.open(out_tar, "w:gz") as tar:
-        for line in open(configs_file):
-            line = line.strip()
-            if not line or line.startswith("#"):
-                continue
-            label, template, config, *defines = line.split("\t")
-            full = json.load(open(os.path.join(templates, template + ".json")))["default"]
-            full.update(json.loads(config))
+        for label, template, full, defines in read_configs(configs_file):
             cmd = ["attn-tuner", "compile", "--template", template, "--config", json.dumps(full), "--cache", cache]
-            cmd += [f"--option=-D{d}" for d in (defines[0].split() if defines else [])]
+            cmd += [f"--option=-D{d}" for d in defines]
             p = subprocess.run(cmd, capture_output=True, text=True)
             m = re.search(r"^ok\s+\S+\s+\S+\s+\S+\s+\S+\s+\S+\s+\S+\s+\S+\s+([0-9a-f]{8})", p.stdout, re.M)
             if not m:

@@ -56,14 +56,20 @@ ReplayTable tile_table(const TemplateSpace& space) {
   return t;
 }
 
-TEST(Replay, ExhaustiveFindsTheBestAtItsPositionInTheSpace) {
-  const auto space = test::tile_space(test::temp_dir("replay"));
-  const auto table = tile_table(space);
-  const auto valid = space.enumerate();
+/// Index of the config with the lowest tile_score in `valid` (the exhaustive walk's order).
+std::size_t best_position(const std::vector<Config>& valid) {
   std::size_t best_pos = 0;
   double best = 1e9;
   for (std::size_t i = 0; i < valid.size(); ++i)
     if (const auto sc = tile_score(valid[i]); sc && *sc < best) best = *sc, best_pos = i;
+  return best_pos;
+}
+
+TEST(Replay, ExhaustiveFindsTheBestAtItsPositionInTheSpace) {
+  const auto space = test::tile_space(test::temp_dir("replay"));
+  const auto table = tile_table(space);
+  const auto valid = space.enumerate();
+  const std::size_t best_pos = best_position(valid);
   ReplayOptions o;
   o.strategy = "exhaustive";
   o.thresholds = {0.0};
@@ -141,7 +147,9 @@ TEST(Replay, LadderScreensFromCaseResultsAndCostsLess) {
   const auto table = tile_table(space);
   // Simulated screen: geomean of the screen cases' medians (w1, g1, r1 = the score).
   const auto& some = table.templates.at("tile").begin()->second;
-  if (some.full_ms) EXPECT_NEAR(*table.screen_of(some), *some.full_ms, 1e-12);
+  if (some.full_ms) {
+    EXPECT_NEAR(*table.screen_of(some), *some.full_ms, 1e-12);
+  }
   // Screen cost: the screen cases hold 1/3 of the summed medians, 5 of 20 samples.
   EXPECT_NEAR(table.estimated_screen_cost(5), 1.0 / 3 * 0.25, 1e-12);
 
@@ -172,30 +180,13 @@ TEST(Replay, LadderScreensFromCaseResultsAndCostsLess) {
   EXPECT_NE(replay_json({l}).find("\"fidelity\": \"ladder\""), std::string::npos);
 }
 
-/// The tile space after it gained SOFTMAX (values 0, 1, 2; default 0; 1 and 2 need STAGES >= 3).
-TemplateSpace grown_tile_space(const std::string& dir) {
-  const char* params =
-      R"("BLOCK_M": {"values": [64, 128, 192]}, "BLOCK_N": {"values": [32, 64, 128]}, "WARPS": {"values": [2, 4, 8]},
-         "STAGES": {"values": [1, 2, 3, 4]}, "SOFTMAX": {"values": [0, 1, 2]})";
-  const char* constraints =
-      R"({"expr": "BLOCK_M % (16*WARPS) == 0"}, {"expr": "BLOCK_M * BLOCK_N * STAGES <= 128*128*2"},
-         {"expr": "STAGES >= 2 || BLOCK_N <= 64"}, {"expr": "SOFTMAX == 0 || STAGES >= 3"})";
-  return TemplateSpace::load(test::write_space(
-      dir, "tile",
-      test::space_json("tile", params, constraints,
-                       R"({"BLOCK_M": 128, "BLOCK_N": 64, "WARPS": 4, "STAGES": 2, "SOFTMAX": 0})")));
-}
-
 TEST(Replay, ADbRecordedBeforeAParameterWasAddedReplaysTheSpaceItWasRecordedIn) {
   const auto old_space = test::tile_space(test::temp_dir("replay"));
-  const auto grown = grown_tile_space(test::temp_dir("replay-grown"));
+  const auto grown = test::grown_tile_space(test::temp_dir("replay-grown"));
   ASSERT_GT(grown.count_valid(), old_space.count_valid());
   const auto table = tile_table(old_space);  // configs without SOFTMAX
   const auto valid = old_space.enumerate();
-  std::size_t best_pos = 0;
-  double best = 1e9;
-  for (std::size_t i = 0; i < valid.size(); ++i)
-    if (const auto sc = tile_score(valid[i]); sc && *sc < best) best = *sc, best_pos = i;
+  const std::size_t best_pos = best_position(valid);
 
   ReplayOptions o;
   o.strategy = "exhaustive";

@@ -174,16 +174,7 @@ TEST(TemplateSpace, PinToDefaultRestrictsTheSpaceToTheDefaultsSlice) {
 
   // A template that gained a parameter (SOFTMAX, default 0, with a constraint of its own), pinned to its
   // default, is the space it was before, each config completed with SOFTMAX 0.
-  const char* params =
-      R"("BLOCK_M": {"values": [64, 128, 192]}, "BLOCK_N": {"values": [32, 64, 128]}, "WARPS": {"values": [2, 4, 8]},
-         "STAGES": {"values": [1, 2, 3, 4]}, "SOFTMAX": {"values": [0, 1, 2]})";
-  const char* constraints =
-      R"({"expr": "BLOCK_M % (16*WARPS) == 0"}, {"expr": "BLOCK_M * BLOCK_N * STAGES <= 128*128*2"},
-         {"expr": "STAGES >= 2 || BLOCK_N <= 64"}, {"expr": "SOFTMAX == 0 || STAGES >= 3"})";
-  const auto grown_dir = test::temp_dir("tuner-space-grown");
-  auto grown = TemplateSpace::load(write_space(
-      grown_dir, "tile",
-      space_json("tile", params, constraints, R"({"BLOCK_M": 128, "BLOCK_N": 64, "WARPS": 4, "STAGES": 2, "SOFTMAX": 0})")));
+  auto grown = test::grown_tile_space(test::temp_dir("tuner-space-grown"));
   EXPECT_GT(grown.count_valid(), full.count_valid());
   for (const auto& old : full.enumerate()) EXPECT_EQ(grown.check(old).value_or(""), "missing parameter SOFTMAX");
   std::vector<Config> old_completed;

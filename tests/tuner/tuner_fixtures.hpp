@@ -49,6 +49,20 @@ inline TemplateSpace tile_space(const std::string& dir) {
       dir, "tile", space_json("tile", params, constraints, R"({"BLOCK_M": 128, "BLOCK_N": 64, "WARPS": 4, "STAGES": 2})")));
 }
 
+/// The tile space after it gained a parameter: SOFTMAX (values 0, 1, 2; default 0, the value a config
+/// recorded before it existed had; 1 and 2 need STAGES >= 3).
+inline TemplateSpace grown_tile_space(const std::string& dir) {
+  const char* params =
+      R"("BLOCK_M": {"values": [64, 128, 192]}, "BLOCK_N": {"values": [32, 64, 128]}, "WARPS": {"values": [2, 4, 8]},
+         "STAGES": {"values": [1, 2, 3, 4]}, "SOFTMAX": {"values": [0, 1, 2]})";
+  const char* constraints =
+      R"({"expr": "BLOCK_M % (16*WARPS) == 0"}, {"expr": "BLOCK_M * BLOCK_N * STAGES <= 128*128*2"},
+         {"expr": "STAGES >= 2 || BLOCK_N <= 64"}, {"expr": "SOFTMAX == 0 || STAGES >= 3"})";
+  return TemplateSpace::load(write_space(
+      dir, "tile",
+      space_json("tile", params, constraints, R"({"BLOCK_M": 128, "BLOCK_N": 64, "WARPS": 4, "STAGES": 2, "SOFTMAX": 0})")));
+}
+
 /// Score of a config in ms, or nullopt for a config that "fails" (compile error, crash).
 using ScoreFn = std::function<std::optional<double>(const Config&)>;
 
