@@ -48,7 +48,11 @@ struct EvolutionaryOptions {
   std::size_t population = 8;      ///< the best N successful configs are the parents' pool
   std::size_t tournament = 2;      ///< contestants per tournament selection
   double mutation_rate = 0.5;      ///< chance that a child gets one parameter moved to an adjacent value
-  std::size_t max_retries = 64;    ///< children tried before falling back to a random sample
+  std::size_t max_retries = 64;    ///< children tried before widening the mutation (then each width as long)
+  /// Once the pool's children with one moved parameter are all seen (a long run), children of one
+  /// tournament winner with 2, 3, .. max_mutations parameters moved are tried (max_retries each) before a
+  /// random sample: the search stays near the best configs instead of falling back to the whole space.
+  std::size_t max_mutations = 4;
 };
 
 /// Knobs of the model strategy (a random-forest surrogate, dlib).

@@ -1,8 +1,10 @@
 // Evolutionary strategy: the best `population` successful configs are the parents' pool; a child is
 // two tournament winners' uniform crossover, with one parameter moved to an adjacent value at
 // `mutation_rate` (always when the crossover alone reproduces a parent). Seen or invalid children are
-// rejected; after `max_retries` rejections, or while fewer than two parents exist, a random valid
-// unseen config is proposed instead.
+// rejected; after `max_retries` rejections the mutation widens: one tournament winner with 2, 3, ..
+// `max_mutations` parameters moved, `max_retries` tries each (a long run has seen the pool's one-step
+// children; runs 3 and 4 of 2026-11-24/25 proposed random samples for most of their time). Only then, or
+// while fewer than two parents exist, a random valid unseen config is proposed instead.
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -72,8 +74,20 @@ class EvolutionaryStrategy final : public Strategy {
       return Proposal{c, fmt::format("crossover of iter {} x iter {}{}{}", pool[a].iter, pool[b].iter, mutation,
                                      versus_champion(c))};
     }
+    for (std::size_t width = 2; width <= options_.max_mutations; ++width)
+      for (std::size_t attempt = 0; attempt < options_.max_retries; ++attempt) {
+        const std::size_t a = tournament();
+        auto child = pool[a].idx;
+        for (std::size_t m = 0; m < width; ++m) detail::mutate_adjacent(space, child, rng_);
+        Config c = space.config_at(child);
+        if (state.seen(c) || space.check(c)) continue;
+        return Proposal{c, fmt::format("iter {} mutated {} times ({}; no new child with one in {} tries){}",
+                                       pool[a].iter, width, detail::describe_change(pool[a].config, c),
+                                       options_.max_retries, versus_champion(c))};
+      }
     if (auto c = detail::random_unseen(state, rng_))
-      return Proposal{*c, fmt::format("random sample (no new valid child in {} tries)", options_.max_retries)};
+      return Proposal{*c, fmt::format("random sample (no new valid child in {} tries with up to {} parameters moved)",
+                                      options_.max_retries, options_.max_mutations)};
     return std::nullopt;
   }
 

@@ -2,6 +2,8 @@
 // determinism, pending proposals, and that the learning strategies learn on synthetic scores.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include <cmath>
 #include <functional>
 #include <numeric>
@@ -262,6 +264,37 @@ TEST(EvolutionaryStrategy, BeatsRandomOnABowlWithTheSameBudget) {
   EXPECT_LT(v.mean_best, 0.7 * v.random_mean_best) << "evolutionary mean best " << v.mean_best << ", random "
                                                   << v.random_mean_best;
   EXPECT_GE(v.wins, 5);
+}
+
+TEST(EvolutionaryStrategy, ALongRunWidensTheMutationNearThePoolBeforeSamplingAtRandom) {
+  // 5 parameters x 8 values, 600 evaluations: the pool's children with one moved parameter run out (runs 3
+  // and 4 of the H100 DB proposed random samples for most of their time, 2026-11-24/25). The strategy then
+  // moves several parameters of a pool member, and each such child is that few steps from the parent it
+  // names; a random sample (anywhere in the space) comes only after those tries.
+  const auto space = grid_space("bowl5", 5, 8, "P0 * P1 <= 40");
+  SearchState state(space);
+  auto s = make_evolutionary_strategy(3);
+  const auto run = drive(*s, state, bowl({5, 6, 3, 7, 4}, {1, 1, 1, 1, 1}), 600);
+  ASSERT_EQ(run.proposals.size(), 600u);
+  std::size_t widened = 0, random_after = 0, wide = 0;
+  for (const auto& p : run.proposals) {
+    std::size_t parent = 0, times = 0;
+    if (std::sscanf(p.move.c_str(), "iter %zu mutated %zu times", &parent, &times) == 2) {
+      ++widened;
+      ASSERT_GE(parent, 1u);
+      ASSERT_LE(parent, run.proposals.size());
+      const Config& from = run.proposals[parent - 1].config;  // iteration ids are 1, 2, ... (drive)
+      std::size_t moved = 0;
+      for (const auto& [k, v] : from) moved += p.config.at(k) != v;
+      EXPECT_GE(times, 2u) << p.move;
+      EXPECT_LE(moved, times) << p.move;
+      wide += moved >= 2;
+    }
+    if (widened > 0 && p.move.rfind("random sample", 0) == 0) ++random_after;
+  }
+  EXPECT_GT(widened, 20u);
+  EXPECT_GT(wide, 10u);
+  EXPECT_LT(random_after, widened) << "random samples should come only once the widened tries fail";
 }
 
 TEST(ModelStrategy, BeatsRandomOnABowlWithTheSameBudget) {
