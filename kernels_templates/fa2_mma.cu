@@ -24,7 +24,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include "cta_order.cuh"
+#include "blocks/cta_tile.cuh"
+#include "hopper_common.cuh"
 
 #ifndef BLOCK_M
 #define BLOCK_M 128
@@ -60,9 +61,15 @@ constexpr int kRowBytes = kBlock * 2;           // one row of 128 bf16
 constexpr int kQBytes = BLOCK_M * kRowBytes;
 constexpr int kTileBytes = BLOCK_N * kRowBytes;
 constexpr int kSmemBytes = kQBytes + STAGES * 2 * kTileBytes;
-// 1/sqrt(128) * log2(e): scores go straight to the exp2 domain (FlashAttention-2, Dao 2023).
-constexpr float kScaleLog2 = 0.088388347648318440550f * 1.4426950408889634074f;
-constexpr float kLn2 = 0.69314718055994530942f;
+// kScaleLog2 = 1/sqrt(128) * log2(e): scores go straight to the exp2 domain (FlashAttention-2, Dao 2023).
+// It, kLn2 and the cp.async and packing helpers come from hopper_common.cuh.
+using hopper::cp_async16;
+using hopper::cp_async_commit;
+using hopper::cp_async_wait;
+using hopper::kLn2;
+using hopper::kScaleLog2;
+using hopper::pack_bf162;
+using hopper::pack_half2;
 
 static_assert(kBlock % BLOCK_M == 0, "BLOCK_M must divide the 128-row q_block");
 static_assert(BLOCK_M % (16 * WARPS) == 0, "each warp owns a multiple of 16 query rows");
@@ -76,15 +83,6 @@ __device__ __forceinline__ unsigned swz(int row, int chunk) {
   return unsigned(row * kRowBytes + ((chunk ^ (row & 7)) << 4));
 }
 
-__device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
-
 __device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], unsigned addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -94,6 +92,13 @@ __device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], unsigned add
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(addr));
+}
+
+// 2^x on the MUFU unit (ex2.approx); here rather than hopper_common.cuh's so that proposers edit it in this file.
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
 }
 
 // D += A(16x16, row) * B(16x8, col), fp32 accumulate.
@@ -110,20 +115,6 @@ __device__ __forceinline__ void mma_f16(float (&d)[4], const unsigned (&a)[4], u
       "{%0,%1,%2,%3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-__device__ __forceinline__ float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-__device__ __forceinline__ unsigned pack_half2(float lo, float hi) {
-  __half2 h = __floats2half2_rn(lo, hi);
-  return *reinterpret_cast<unsigned*>(&h);
-}
-__device__ __forceinline__ unsigned pack_bf162(float lo, float hi) {
-  __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<unsigned*>(&h);
 }
 
 // Copies `rows` x 128 bf16 from global (row stride 128) into a swizzled tile, 16 bytes per cp.async.
@@ -158,47 +149,19 @@ __device__ __forceinline__ void convert_own_v_chunks(unsigned char* tile, int ti
 extern "C" __device__ int attn_launch_info[4] = {kThreads, kSmemBytes, BLOCK_M, 0};
 
 extern "C" __global__ void __launch_bounds__(kThreads, MIN_BLOCKS)
-block_sparse_attn_fwd(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k,
-                      const __nv_bfloat16* __restrict__ v, const int* __restrict__ row_ptr,
-                      const int* __restrict__ col_idx, const int* __restrict__ seq_lens,
-                      __nv_bfloat16* __restrict__ o, float* __restrict__ lse, int batch_size, int num_heads,
-                      int t_max, int col_width) {
+block_sparse_attn_fwd(ATTN_ABI_PARAMS) {
   extern __shared__ __align__(128) unsigned char smem[];
   const unsigned smem_base = unsigned(__cvta_generic_to_shared(smem));
   const unsigned q_smem = smem_base;
   const unsigned kv_smem = smem_base + kQBytes;  // stage s: K at s*2*kTileBytes, V after it
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int q_blocks = t_max / kBlock;
-  int q_tile, h, b;
-  cta_work<CTA_ORDER>(q_tile, h, b);
-  const int q_block = q_tile / (kBlock / BLOCK_M);
-  const int row0 = (q_tile % (kBlock / BLOCK_M)) * BLOCK_M;  // first row of this CTA in the q_block
-  const size_t bh = size_t(b) * num_heads + h;
-  const int seq_len = __ldg(seq_lens + b);
-  const int valid_blocks = (seq_len + kBlock - 1) / kBlock;
-  const size_t head_base = bh * size_t(t_max) * kBlock;  // element offset of (b, h) in q/k/v/o
-  const int q_pos0 = q_block * kBlock + row0;            // token of the CTA's first row
-
-  const int* row_cols = col_idx + bh * size_t(col_width);
-  const int row_begin = __ldg(row_ptr + bh * (q_blocks + 1) + q_block);
-  const int n_tiles = (q_block < valid_blocks) ? (__ldg(row_ptr + bh * (q_blocks + 1) + q_block + 1) - row_begin) * kSubTiles : 0;
-
-  // kv block of pipeline tile t, or -1 when the tile contributes nothing to this CTA (an entry that
-  // reference.py drops, keys all at or past seq_len, or keys all above this CTA's rows on the diagonal).
-  auto tile_kv = [&](int t) -> int {
-    const int kv = __ldg(row_cols + row_begin + t / kSubTiles);
-    const int key0 = (t % kSubTiles) * BLOCK_N;  // first key of the tile inside its kv block
-    if (kv < 0 || kv > q_block || kv >= valid_blocks) return -1;
-    if (kv * kBlock + key0 >= seq_len) return -1;
-    if (kv == q_block && key0 > row0 + BLOCK_M - 1) return -1;
-    return kv;
-  };
+  const hopper::CtaTile<CTA_ORDER, BLOCK_M, BLOCK_N> tile(row_ptr, col_idx, seq_lens, num_heads, t_max, col_width);
   auto issue_tile = [&](int t) {
-    if (t < n_tiles) {
-      const int kv = tile_kv(t);
+    if (t < tile.n) {
+      const int kv = tile.kv(t);
       if (kv >= 0) {
-        const size_t src = head_base + (size_t(kv) * kBlock + (t % kSubTiles) * BLOCK_N) * kBlock;
+        const size_t src = tile.head_base + (size_t(kv) * kBlock + (t % kSubTiles) * BLOCK_N) * kBlock;
         const unsigned dst = kv_smem + (t % STAGES) * 2 * kTileBytes;
         load_tile<BLOCK_N>(dst, k + src, tid);
         load_tile<BLOCK_N>(dst + kTileBytes, v + src, tid);
@@ -207,7 +170,7 @@ block_sparse_attn_fwd(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* 
     cp_async_commit();  // one group per tile, empty or not, keeps wait_group counts exact
   };
 
-  load_tile<BLOCK_M>(q_smem, q + head_base + size_t(q_pos0) * kBlock, tid);
+  load_tile<BLOCK_M>(q_smem, q + tile.head_base + size_t(tile.q_pos0) * kBlock, tid);
   cp_async_commit();
 #pragma unroll
   for (int p = 0; p < STAGES - 1; ++p) issue_tile(p);
@@ -229,10 +192,10 @@ block_sparse_attn_fwd(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* 
   unsigned qf[kMTiles][8][4];
 #endif
 
-  for (int t = 0; t < n_tiles; ++t) {
+  for (int t = 0; t < tile.n; ++t) {
     if (STAGES == 1) issue_tile(t);
     cp_async_wait<(STAGES >= 2 ? STAGES - 2 : 0)>();
-    const int kv = tile_kv(t);
+    const int kv = tile.kv(t);
     unsigned char* stage_ptr = smem + kQBytes + (t % STAGES) * 2 * kTileBytes;
     if (kv >= 0) convert_own_v_chunks(stage_ptr + kTileBytes, tid);
     __syncthreads();
@@ -248,9 +211,9 @@ block_sparse_attn_fwd(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* 
     }
 #endif
     const int key0 = (t % kSubTiles) * BLOCK_N;
-    const bool diagonal = kv == q_block;
+    const bool diagonal = kv == tile.q_block;
     // Warp-level causal skip: every key of the tile lies above every row of this warp.
-    const bool warp_active = kv >= 0 && !(diagonal && key0 > row0 + warp_row0 + kRowsPerWarp - 1);
+    const bool warp_active = kv >= 0 && !(diagonal && key0 > tile.row0 + warp_row0 + kRowsPerWarp - 1);
     if (warp_active) {
       const unsigned k_tile = kv_smem + (t % STAGES) * 2 * kTileBytes;
       const unsigned v_tile = k_tile + kTileBytes;
@@ -296,9 +259,9 @@ block_sparse_attn_fwd(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* 
           for (int nt = 0; nt < kNTiles; ++nt)
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
-              const int qpos = q_pos0 + warp_row0 + mt * 16 + (lane >> 2) + (e >> 1) * 8;
+              const int qpos = tile.q_pos0 + warp_row0 + mt * 16 + (lane >> 2) + (e >> 1) * 8;
               const int kpos = kv * kBlock + key0 + nt * 8 + (lane & 3) * 2 + (e & 1);
-              if (kpos > qpos || kpos >= seq_len) s[mt][nt][e] = neg_inf;
+              if (kpos > qpos || kpos >= tile.seq_len) s[mt][nt][e] = neg_inf;
             }
       }
 
@@ -363,7 +326,7 @@ block_sparse_attn_fwd(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* 
   // Epilogue: normalise, stage bf16 rows in this warp's own rows of the Q tile, store 16 B per lane.
   cp_async_wait<0>();
   __syncthreads();  // every warp is done with Q and the ring; the Q copy has landed
-  const size_t lse_base = bh * size_t(t_max) + q_pos0;
+  const size_t lse_base = tile.bh * size_t(t_max) + tile.q_pos0;
 #pragma unroll
   for (int mt = 0; mt < kMTiles; ++mt) {
 #pragma unroll
@@ -372,7 +335,7 @@ block_sparse_attn_fwd(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* 
       l += __shfl_xor_sync(0xffffffffu, l, 1);
       l += __shfl_xor_sync(0xffffffffu, l, 2);
       const int row = warp_row0 + mt * 16 + (lane >> 2) + hr * 8;
-      const bool has_keys = (q_pos0 + row < seq_len) && l > 0.f;
+      const bool has_keys = (tile.q_pos0 + row < tile.seq_len) && l > 0.f;
       const float inv = has_keys ? 1.f / l : 0.f;
 #pragma unroll
       for (int nt = 0; nt < 16; ++nt) {
@@ -383,7 +346,7 @@ block_sparse_attn_fwd(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* 
     }
   }
   __syncwarp();
-  __nv_bfloat16* o_rows = o + head_base + size_t(q_pos0) * kBlock;
+  __nv_bfloat16* o_rows = o + tile.head_base + size_t(tile.q_pos0) * kBlock;
 #pragma unroll
   for (int it = 0; it < kRowsPerWarp * 16 / 32; ++it) {
     const int i = it * 32 + lane, row = warp_row0 + (i >> 4), chunk = i & 15;

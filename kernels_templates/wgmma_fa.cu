@@ -24,7 +24,7 @@
 //   MIN_BLOCKS  __launch_bounds__ minimum CTAs per SM (caps registers)
 //   OVERLAP_PV  1: issue S = Q K^T of tile t before P V of tile t-1 and run the softmax of t while P V
 //               runs (FlashAttention-3's intra-warpgroup pipelining; needs STAGES >= 3); 0: serial
-#include "cta_order.cuh"
+#include "blocks/cta_tile.cuh"
 #include "hopper_common.cuh"
 
 #ifndef WARPGROUPS
@@ -79,11 +79,7 @@ static_assert(!OVERLAP_PV || STAGES >= 3, "overlapping P V with the next S keeps
 extern "C" __device__ int attn_launch_info[4] = {kThreads, kSmemBytes, BLOCK_M, 0};
 
 extern "C" __global__ void __launch_bounds__(kThreads, MIN_BLOCKS)
-block_sparse_attn_fwd(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k,
-                      const __nv_bfloat16* __restrict__ v, const int* __restrict__ row_ptr,
-                      const int* __restrict__ col_idx, const int* __restrict__ seq_lens,
-                      __nv_bfloat16* __restrict__ o, float* __restrict__ lse, int batch_size, int num_heads,
-                      int t_max, int col_width) {
+block_sparse_attn_fwd(ATTN_ABI_PARAMS) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const unsigned raw_base = unsigned(__cvta_generic_to_shared(smem_raw));
   const unsigned pad = ((raw_base + 1023) & ~1023u) - raw_base;
@@ -92,43 +88,16 @@ block_sparse_attn_fwd(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* 
   const unsigned ring = q_smem + kQBytes;     // stage s: K at s * kStageBytes, V at + kTileBytes
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = warp >> 2;
-  const int q_blocks = t_max / kBlock;
-  int q_tile, h, b;
-  cta_work<CTA_ORDER>(q_tile, h, b);
-  const int q_block = q_tile / (kBlock / BLOCK_M);
-  const int row0 = (q_tile % (kBlock / BLOCK_M)) * BLOCK_M;  // first row of this CTA in the q_block
-  const size_t bh = size_t(b) * num_heads + h;
-  const int seq_len = __ldg(seq_lens + b);
-  const int valid_blocks = (seq_len + kBlock - 1) / kBlock;
-  const size_t head_base = bh * size_t(t_max) * kBlock;
-  const int q_pos0 = q_block * kBlock + row0;
-
-  const int* row_cols = col_idx + bh * size_t(col_width);
-  const int row_begin = __ldg(row_ptr + bh * (q_blocks + 1) + q_block);
-  const int n_tiles =
-      (q_block < valid_blocks) ? (__ldg(row_ptr + bh * (q_blocks + 1) + q_block + 1) - row_begin) * kSubTiles : 0;
-
-  // kv block of pipeline tile t (CSR entry t / kSubTiles, keys from (t % kSubTiles) * BLOCK_N), or -1
-  // when it contributes nothing to this CTA: an entry reference.py drops, keys all at or past seq_len,
-  // or keys all above this CTA's rows on the diagonal. Only active tiles enter the pipeline: the i-th
-  // active tile lives in ring slot i % STAGES.
-  auto tile_kv = [&](int t) -> int {
-    const int kv = __ldg(row_cols + row_begin + t / kSubTiles);
-    const int key0 = (t % kSubTiles) * BLOCK_N;
-    if (kv < 0 || kv > q_block || kv >= valid_blocks) return -1;
-    if (kv * kBlock + key0 >= seq_len) return -1;
-    if (kv == q_block && key0 > row0 + BLOCK_M - 1) return -1;
-    return kv;
-  };
+  const hopper::CtaTile<CTA_ORDER, BLOCK_M, BLOCK_N> tile(row_ptr, col_idx, seq_lens, num_heads, t_max, col_width);
   auto next_active = [&](int t) {
-    while (t < n_tiles && tile_kv(t) < 0) ++t;
+    while (t < tile.n && tile.kv(t) < 0) ++t;
     return t;
   };
   auto slot_k = [&](int i) { return ring + unsigned(i % STAGES) * kStageBytes; };
   int load_t = next_active(0), load_i = 0;  // producer cursor: next active tile to fetch, its ordinal
   auto issue_next_load = [&]() {
-    if (load_t < n_tiles && !(ABLATE == 2 && load_i >= STAGES)) {
-      const size_t src = head_base + (size_t(tile_kv(load_t)) * kBlock + (load_t % kSubTiles) * BLOCK_N) * kBlock;
+    if (load_t < tile.n && !(ABLATE == 2 && load_i >= STAGES)) {
+      const size_t src = tile.head_base + (size_t(tile.kv(load_t)) * kBlock + (load_t % kSubTiles) * BLOCK_N) * kBlock;
       load_tile<BLOCK_N, kThreads>(slot_k(load_i), k + src, tid);
       load_tile<BLOCK_N, kThreads>(slot_k(load_i) + kTileBytes, v + src, tid);
       load_t = next_active(load_t + 1);
@@ -137,7 +106,7 @@ block_sparse_attn_fwd(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* 
     cp_async_commit();  // one group per step, empty or not, keeps wait_group counts exact
   };
 
-  load_tile<BLOCK_M, kThreads>(q_smem, q + head_base + size_t(q_pos0) * kBlock, tid);
+  load_tile<BLOCK_M, kThreads>(q_smem, q + tile.head_base + size_t(tile.q_pos0) * kBlock, tid);
   cp_async_commit();
 #pragma unroll
   for (int p = 0; p < kPrefetch; ++p) issue_next_load();
@@ -181,7 +150,7 @@ block_sparse_attn_fwd(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* 
       for (int e = 0; e < 4; ++e) acc[j * 4 + e] *= alpha[e >> 1];
   };
   auto softmax = [&](float (&s)[BLOCK_N / 2], unsigned (&pa)[BLOCK_N / 16][4], float (&alpha)[2], int t) {
-    const int kv = tile_kv(t);
+    const int kv = tile.kv(t);
     if (ABLATE == 1) {
 #pragma unroll
       for (int kk = 0; kk < BLOCK_N / 16; ++kk)
@@ -191,8 +160,8 @@ block_sparse_attn_fwd(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* 
       row_sum[0] = row_sum[1] = 1.f;
       return;
     }
-    softmax_tile<BLOCK_N>(s, pa, alpha, row_max, row_sum, kv == q_block, q_pos0 + my_row0,
-                 kv * kBlock + (t % kSubTiles) * BLOCK_N, seq_len, lane);
+    softmax_tile<BLOCK_N>(s, pa, alpha, row_max, row_sum, kv == tile.q_block, tile.q_pos0 + my_row0,
+                 kv * kBlock + (t % kSubTiles) * BLOCK_N, tile.seq_len, lane);
   };
 
 #if OVERLAP_PV
@@ -207,7 +176,7 @@ block_sparse_attn_fwd(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* 
 #pragma unroll
     for (int e = 0; e < 4; ++e) pa_prev[kk][e] = 0u;  // first P V adds 0 * V(tile 0)
   int i = 0;
-  for (int t = next_active(0); t < n_tiles; t = next_active(t + 1), ++i) {
+  for (int t = next_active(0); t < tile.n; t = next_active(t + 1), ++i) {
     wait_and_publish(i);
     issue_next_load();
     float s[BLOCK_N / 2];
@@ -236,12 +205,12 @@ block_sparse_attn_fwd(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* 
   }
 #else
   int i = 0;
-  for (int t = next_active(0); t < n_tiles; t = next_active(t + 1), ++i) {
+  for (int t = next_active(0); t < tile.n; t = next_active(t + 1), ++i) {
     if (STAGES == 1) issue_next_load();
     wait_and_publish(i);
     if (STAGES >= 2) issue_next_load();
     // Warpgroup-uniform skip: every key of the tile lies above every row of this warpgroup.
-    if (!(tile_kv(t) == q_block && (t % kSubTiles) * BLOCK_N > row0 + wg_row0 + 63)) {
+    if (!(tile.kv(t) == tile.q_block && (t % kSubTiles) * BLOCK_N > tile.row0 + wg_row0 + 63)) {
       float s[BLOCK_N / 2];
       issue_qk(s, slot_k(i));
       wgmma_wait<0>();
@@ -263,14 +232,14 @@ block_sparse_attn_fwd(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* 
   // Epilogue: normalise, stage bf16 rows in this warpgroup's own rows of the Q tile, 16-byte stores.
   cp_async_wait<0>();
   __syncthreads();
-  const size_t lse_base = bh * size_t(t_max) + q_pos0;
+  const size_t lse_base = tile.bh * size_t(t_max) + tile.q_pos0;
 #pragma unroll
   for (int hr = 0; hr < 2; ++hr) {
     float l = row_sum[hr];
     l += __shfl_xor_sync(0xffffffffu, l, 1);
     l += __shfl_xor_sync(0xffffffffu, l, 2);
     const int row = my_row0 + hr * 8;
-    const bool has_keys = (q_pos0 + row < seq_len) && l > 0.f;
+    const bool has_keys = (tile.q_pos0 + row < tile.seq_len) && l > 0.f;
     const float inv = has_keys ? 1.f / l : 0.f;
 #pragma unroll
     for (int j = 0; j < 16; ++j)
@@ -279,7 +248,7 @@ block_sparse_attn_fwd(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* 
     if ((lane & 3) == 0) lse[lse_base + row] = has_keys ? (row_max[hr] + log2f(l)) * kLn2 : ATTN_NEG_INF;
   }
   __syncthreads();
-  __nv_bfloat16* o_rows = o + head_base + size_t(q_pos0) * kBlock;
+  __nv_bfloat16* o_rows = o + tile.head_base + size_t(tile.q_pos0) * kBlock;
 #pragma unroll
   for (int it = 0; it < BLOCK_M * 16 / kThreads; ++it) {
     const int i = it * kThreads + tid, row = i >> 4, chunk = i & 15;
