@@ -136,10 +136,7 @@ __device__ __forceinline__ void convert_own_v_chunks(unsigned char* tile, int ti
     uint4 x = *p;
     unsigned* w = reinterpret_cast<unsigned*>(&x);
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const float2 f = __bfloat1622float2(*reinterpret_cast<__nv_bfloat162*>(&w[j]));
-      w[j] = pack_half2(f.x, f.y);
-    }
+    for (int j = 0; j < 4; ++j) w[j] = hopper::bf16x2_to_f16x2_cvt(w[j]);
     *p = x;
   }
 }

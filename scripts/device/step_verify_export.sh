@@ -4,7 +4,7 @@
 #   1. an optional bench sweep (BENCH_CONFIGS on BENCH_SUITES, before anything else touches the GPU);
 #   2. export of runs/attn-tuner.db + the gen-1 baseline + the outside timer on quick, full, broad
 #      (step_export_check.sh);
-#   3. the official harness, gen-2 and gen-1 interleaved, FULL_PAIRS pairs on full;
+#   3. the official harness, gen-2 and gen-1 interleaved, FULL_PAIRS pairs on full (step_harness_ab.sh);
 #   4. gen-2 alone on smoke, local-dev and quick, and on full with another root seed (SEED), for validity;
 #   5. BROAD_PAIRS interleaved pairs on broad.
 # Everything goes to DIR (harness_runs.jsonl, outside_*.json, job.log); DIR/done marks the end.
@@ -20,16 +20,9 @@ S=scripts/device
     (source $S/env.sh; python3 $S/bench_configs.py "$bench_configs" "$bench_suites" "$dir/bench.jsonl")
   fi
   echo "== export + outside timer"; $S/step_export_check.sh quick,full,broad
-  ab() {  # SUITE PAIRS: gen-2 and gen-1 interleaved
-    for ((r = 1; r <= $2; r++)); do
-      for sub in sub_gen2 sub_gen1; do $S/step_harness.sh "runs/$sub" "${sub}_$1" "$1:1" | sed "s/ run 1:/ pair $r:/"; done
-    done
-  }
-  echo "== harness full"; ab full "$full_pairs"
+  echo "== harness full"; $S/step_harness_ab.sh full "$full_pairs" --no-export
   echo "== harness gen-2 validity"; $S/step_harness.sh runs/sub_gen2 sub_gen2_small "smoke:1 local-dev:1 quick:1"
   ATTENTION_KERNEL_CHALLENGE_PUBLIC_SUITE_ROOT_SEED=$seed $S/step_harness.sh runs/sub_gen2 "sub_gen2_full_seed$seed" "full:1"
-  echo "== harness broad"; ab broad "$broad_pairs"
-  echo "== medians"
-  python3 $S/harness_medians.py "$dir/harness_runs.jsonl" sub_gen2_full sub_gen1_full sub_gen2_broad sub_gen1_broad
+  echo "== harness broad"; $S/step_harness_ab.sh broad "$broad_pairs" --no-export
 } >>"$dir/job.log" 2>&1
 touch "$dir/done"
