@@ -9,6 +9,12 @@ prints the share of time in each pair of states, and in particular:
   some wg waits on a GEMM   at least one warpgroup is in qk_done or pv_done (the tensor cores have work)
   no GEMM wait              neither is: the tensor cores are idle unless a GEMM of the other step runs
   both softmax              both warpgroups in their softmax at once (they share the MUFU and issue slots)
+Then, for the first consumer warpgroup against the producer (role 0), how far ahead of the need each K/V
+slot was issued: per slot use, the consumer's kv mark (K present, its wait over) minus the producer's slot
+mark (slot claimed, its TMA loads about to be issued), over every CTA, skipping each CTA's first two uses;
+and the kv step's length (from the previous event to the kv mark) at a work tile's first use and at its
+later ones. The producer's and the consumer's rows start after the same __syncthreads, so their cycles
+are comparable to within the few cycles of the role split.
 
 usage: trace_timeline.py TRACE.csv [TRACE.csv ...]   (plain or .gz)
 """
@@ -20,14 +26,37 @@ import sys
 GEMM = {"qk_done", "pv_done"}
 
 
-def rows_of(path):
+def rows_of(path, roles=("2", "3")):
     opener = gzip.open if path.endswith(".gz") else open
     events = collections.defaultdict(list)
     with opener(path, "rt") as f:
         for r in csv.DictReader(f):
-            if r["role"] in ("2", "3"):
+            if r["role"] in roles:
                 events[(int(r["cta"]), int(r["role"]))].append((int(r["cycle"]), r["event"]))
     return events
+
+
+def percentiles(values):
+    v = sorted(values)
+    if not v:
+        return "none"
+    return f"median {v[len(v) // 2]}, 10th percentile {v[len(v) // 10]}, 90th {v[len(v) * 9 // 10]} (n = {len(v)})"
+
+
+def k_lead(path):
+    events = rows_of(path, ("0", "2"))
+    lead, first_step, later_step = [], [], []
+    for cta in sorted({k[0] for k in events}):
+        issued = [c for c, e in events.get((cta, 0), []) if e == "slot"]
+        cons = events.get((cta, 2), [])
+        used = [c for c, e in cons if e in ("kv", "empty")]
+        lead += [u - p for u, p in list(zip(used, issued))[2:]]
+        for (c0, e0), (c1, e1) in zip(cons, cons[1:]):
+            if e1 == "kv":
+                (first_step if e0 == "q" else later_step).append(c1 - c0)
+    print("  K/V slot issued ahead of its kv mark, cycles: " + percentiles(lead))
+    print("  kv step at a work tile's first use, cycles:   " + percentiles(first_step))
+    print("  kv step at its later uses, cycles:            " + percentiles(later_step))
 
 
 def intervals(events):
@@ -76,3 +105,4 @@ def analyse(path):
 if __name__ == "__main__":
     for p in sys.argv[1:]:
         analyse(p)
+        k_lead(p)

@@ -11,6 +11,7 @@ configs=$1 old=$(cd "$2" && pwd) repeats=${3:-2} suites=${4:-full,broad,quick}
 export BUILD_NAME=build
 source scripts/device/env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$OUT/gpu.txt"
+echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo '?') $(git status --porcelain 2>/dev/null | wc -l) changed files" | tee -a "$OUT/gpu.txt"
 for ((r = 1; r <= repeats; r++)); do
   echo "== new (working tree), round $r"
   python3 scripts/device/bench_configs.py "$configs" "$suites" "$OUT/new.jsonl"
