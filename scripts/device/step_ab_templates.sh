@@ -4,10 +4,14 @@
 # SUITES, first with the working tree's kernels_templates (new.jsonl), then with OLD (old.jsonl, bench
 # --templates), then one validation pass of the new templates on smoke and local-dev (new_valid.jsonl).
 # Make OLD with: git archive HEAD kernels_templates | tar -x -C runs/old_templates (runs/ is git-ignored,
-# carry it). Everything goes to $OUT.
+# carry it) and pass runs/old_templates or runs/old_templates/kernels_templates (a folder whose only
+# templates are in kernels_templates/ is taken as that subfolder; one without any <name>.json stops the
+# call before it benches). Everything goes to $OUT.
 # usage (GPU machine, repo root, bundle carried): scripts/device/step_ab_templates.sh CONFIGS OLD [REPEATS] [SUITES]
 set -uo pipefail
 configs=$1 old=$(cd "$2" && pwd) repeats=${3:-2} suites=${4:-full,broad,quick}
+compgen -G "$old/*.json" >/dev/null || [[ ! -d $old/kernels_templates ]] || old=$old/kernels_templates
+compgen -G "$old/*.json" >/dev/null || { echo "step_ab_templates: no template (<name>.json) in $old" >&2; exit 2; }
 export BUILD_NAME=build
 source scripts/device/env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$OUT/gpu.txt"
