@@ -26,7 +26,8 @@ import sys
 GEMM = {"qk_done", "pv_done"}
 
 
-def rows_of(path, roles=("2", "3")):
+def rows_of(path, roles=("0", "2", "3")):
+    """Events per (cta, role) of a trace, read once: the producer (0) and both consumer warpgroups (2, 3)."""
     opener = gzip.open if path.endswith(".gz") else open
     events = collections.defaultdict(list)
     with opener(path, "rt") as f:
@@ -43,8 +44,7 @@ def percentiles(values):
     return f"median {v[len(v) // 2]}, 10th percentile {v[len(v) // 10]}, 90th {v[len(v) * 9 // 10]} (n = {len(v)})"
 
 
-def k_lead(path):
-    events = rows_of(path, ("0", "2"))
+def k_lead(events):
     lead, first_step, later_step = [], [], []
     for cta in sorted({k[0] for k in events}):
         issued = [c for c, e in events.get((cta, 0), []) if e == "slot"]
@@ -76,8 +76,7 @@ def state_at(ivs, t):
     return "none"
 
 
-def analyse(path):
-    events = rows_of(path)
+def analyse(path, events):
     share, pairs = collections.Counter(), collections.Counter()
     for cta in sorted({k[0] for k in events}):
         a, b = intervals(events.get((cta, 2), [])), intervals(events.get((cta, 3), []))
@@ -104,5 +103,6 @@ def analyse(path):
 
 if __name__ == "__main__":
     for p in sys.argv[1:]:
-        analyse(p)
-        k_lead(p)
+        ev = rows_of(p)
+        analyse(p, ev)
+        k_lead(ev)
