@@ -9,3 +9,9 @@ ln -sfn "$here/.device_bundle/bin" "/work/main/${BUILD_NAME:-build-lead}"
 export LD_LIBRARY_PATH="$here/.device_bundle/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PATH="$here/.device_bundle/bin:$PATH"
 export ATTN_TUNER_CACHE=/tmp/attn-tuner-cache
+# gpu_facts FILE: the GPU line (name, driver, SM clock now and at most, temperature, power) and the checkout
+# (commit, number of changed files) into FILE and onto stdout: the header every measurement file carries.
+gpu_facts() {
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv,noheader | tee "$1"
+  echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo '?') $(git status --porcelain 2>/dev/null | wc -l) changed files" | tee -a "$1"
+}

@@ -14,8 +14,7 @@ compgen -G "$old/*.json" >/dev/null || [[ ! -d $old/kernels_templates ]] || old=
 compgen -G "$old/*.json" >/dev/null || { echo "step_ab_templates: no template (<name>.json) in $old" >&2; exit 2; }
 export BUILD_NAME=build
 source scripts/device/env.sh
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$OUT/gpu.txt"
-echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo '?') $(git status --porcelain 2>/dev/null | wc -l) changed files" | tee -a "$OUT/gpu.txt"
+gpu_facts "$OUT/gpu.txt"
 for ((r = 1; r <= repeats; r++)); do
   echo "== new (working tree), round $r"
   python3 scripts/device/bench_configs.py "$configs" "$suites" "$OUT/new.jsonl"

@@ -6,8 +6,7 @@ set -uo pipefail
 configs=$1 suites=$2; shift 2
 export BUILD_NAME=build  # the test binaries look for attn-tuner at <source>/build
 source scripts/device/env.sh
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv,noheader | tee "$OUT/gpu.txt"
-echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo '?') $(git status --porcelain 2>/dev/null | wc -l) changed files" | tee -a "$OUT/gpu.txt"
+gpu_facts "$OUT/gpu.txt"
 if [[ ${1:-} == tests ]]; then
   shift
   (cd /work/main/build && timeout 300 ./test_gpu) >"$OUT/tests.log" 2>&1

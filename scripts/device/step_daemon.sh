@@ -5,7 +5,7 @@
 set -uo pipefail
 suite=$1 budget=$2; shift 2
 source scripts/device/env.sh
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee "$OUT/gpu.txt"
+gpu_facts "$OUT/gpu.txt"
 if [[ ${1:-} == tests ]]; then
   shift
   (cd /work/main/build-lead && ./test_gpu && ./test_workload --gtest_filter='*olden*') >"$OUT/tests.log" 2>&1

@@ -9,7 +9,7 @@
 set -uo pipefail
 suite=$1 budget=$2; shift 2
 source scripts/device/env.sh
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee "$OUT/gpu.txt"
+gpu_facts "$OUT/gpu.txt"
 mkdir -p runs/gain
 for arm in ${ARMS:-full ladder}; do
   fidelity=${arm%-hostval} hostval=0

@@ -20,7 +20,7 @@ timing=(--min-samples 5 --max-samples 30 --target-spread 0.02)
 run_args=(--suite "$suite" --db "$db" --tsv "$tsv" "${tpl[@]}" --strategy random "${timing[@]}"
           --watchdog-min 4 --watchdog-cap 8 --watchdog-factor 10)
 say() { echo "$*" | tee -a "$log"; }
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee "$OUT/gpu.txt"
+gpu_facts "$OUT/gpu.txt"
 
 # Compute processes on the GPU now, as "pid pid ..." ("" for none).
 gpu_pids() { nvidia-smi --query-compute-apps=pid --format=csv,noheader 2>/dev/null | tr -d ' ' | tr '\n' ' ' | sed 's/ *$//'; }
@@ -129,7 +129,7 @@ tsv_same=$(attn-tuner query tsv --db "$db" | cmp -s - "$tsv" && echo yes || echo
 leftover=$(tagged)
 cp "$db" "$tsv" "$OUT/" 2>/dev/null
 {
-  echo "== summary ($(($(date +%s) - t0)) s, $(cut -d, -f1 "$OUT/gpu.txt"))"
+  echo "== summary ($(($(date +%s) - t0)) s, $(head -1 "$OUT/gpu.txt" | cut -d, -f1))"
   echo "kills: $kills (every other one while a spinning kernel ran); hangs caught by the watchdog: $spins"
   echo "champion $champ: re-timed before the kills ${before[*]} ms, after ${after[*]} ms"
   echo "integrity_check: $integrity; duplicated configs: $dups; $runs"

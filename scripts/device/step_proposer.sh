@@ -9,7 +9,7 @@ set -uo pipefail
 suite=${1:-quick} budget=${2:-5m}
 shift $(($# < 2 ? $# : 2))
 source scripts/device/env.sh
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee "$OUT/gpu.txt"
+gpu_facts "$OUT/gpu.txt"
 db=runs/proposer/attn-tuner.db
 rm -rf runs/proposer && mkdir -p runs/proposer
 template_args=(--template fa2_mma)

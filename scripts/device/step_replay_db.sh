@@ -13,7 +13,7 @@ suite=$1 budget=$2; shift 2
 templates=()
 for t in "$@"; do templates+=(--template "$t"); done
 source scripts/device/env.sh
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee "$OUT/gpu.txt"
+gpu_facts "$OUT/gpu.txt"
 mkdir -p runs
 attn-tuner run --suite "$suite" --budget "$budget" --db runs/replay.db --tsv runs/replay_iters.tsv \
   --strategy exhaustive --fidelity ladder --screen-cutoff 1e9 --no-holdout "${templates[@]}" >"$OUT/replay_run.log" 2>"$OUT/replay_run.err"

@@ -9,8 +9,7 @@ configs=$1 cases=$2
 export BUILD_NAME=build  # the test binaries look for attn-tuner at <source>/build
 source scripts/device/env.sh
 dir=/tmp/traces; rm -rf "$dir"; mkdir -p "$dir"
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv,noheader | tee "$dir/gpu.txt"
-echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo '?') $(git status --porcelain 2>/dev/null | wc -l) changed files" | tee -a "$dir/gpu.txt"
+gpu_facts "$dir/gpu.txt"
 if [[ ${3:-} == tests ]]; then
   (cd /work/main/build && timeout 200 ./test_gpu --gtest_filter='Trace*') >"$dir/tests.log" 2>&1
   echo "test_gpu Trace* rc=$?"; grep -E "OK|FAILED|Failure" "$dir/tests.log" | head -12
