@@ -2,7 +2,7 @@
 """Joins the tables of several `attn-tuner compile --all [--shard K/N]` runs (plain or .gz) into one
 verdict per config: which configs compiled in at least one run, which failed in every run they appear in,
 and whether runs that compiled the same config agree on its content hash (the cubin's identity).
-Used for issue 8's `compile --all` of fa3_tma, split over two machines (docs/gen2-results.md).
+Used for issue 8's `compile --all` of fa3_tma, split over two machines (lab/notebook-gen2.md).
 
 usage: compile_all_union.py TABLE [TABLE ...]
 """
