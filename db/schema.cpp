@@ -83,8 +83,10 @@ CREATE INDEX proposals_by_run ON proposals (run_id);
 )sql";
 
 // The columns of `iterations` (after "CREATE TABLE <name>"): those of version 3 (shared by the fresh DDL and
-// the v2 -> v3 rebuild) and the ones version 4 appends. Version 2 added fidelity, screen_ms and root_seed;
-// version 3 the failure kind 'proposal' and proposal_id; version 4 gpu_index, gpu_uuid and sm_clock_mhz.
+// the v2 -> v3 and v4 -> v5 rebuilds) and the ones version 4 appends. Version 2 added fidelity, screen_ms and
+// root_seed; version 3 the failure kind 'proposal' and proposal_id; version 4 gpu_index, gpu_uuid and
+// sm_clock_mhz; version 5 the failure kinds 'inconsistent' and 'below_floor' (@FAILURE_KINDS@: the CHECK's list,
+// kFailureKindsV3Sql or kFailureKindsV5Sql).
 constexpr const char* kIterationsColumnsV3Sql = R"sql( (
   id            INTEGER PRIMARY KEY AUTOINCREMENT,
   run_id        INTEGER NOT NULL REFERENCES runs (id),
@@ -96,8 +98,7 @@ constexpr const char* kIterationsColumnsV3Sql = R"sql( (
   status        TEXT NOT NULL DEFAULT 'running'
                 CHECK (status IN ('running','keep','discard','crash','interrupted')),
   failure_kind  TEXT NOT NULL DEFAULT 'none'
-                CHECK (failure_kind IN ('none','compile','device_limit','fault','hang','wrong_result',
-                                        'worker_died','interrupted','proposal')),
+                CHECK (failure_kind IN (@FAILURE_KINDS@)),
   geomean_ms    REAL,
   delta_ms      REAL,
   window_ms     REAL,
@@ -117,8 +118,26 @@ constexpr const char* kIterationsColumnsV3Sql = R"sql( (
 // 3 -> 4 migration with ALTER TABLE, so a migrated file has the column order of a fresh one.
 constexpr const char* kIterationsV4Columns[] = {"gpu_index INTEGER", "gpu_uuid TEXT", "sm_clock_mhz INTEGER"};
 
-std::string iterations_columns_sql() {
+// The failure kinds an iteration may have (gpu/failure.hpp kFailureKindNames, in its order): versions 3 and 4,
+// and since version 5 (the verification of issue 30: docs/verification.md).
+constexpr const char* kFailureKindsV3Sql =
+    "'none','compile','device_limit','fault','hang','wrong_result',\n"
+    "                                        'worker_died','interrupted','proposal'";
+constexpr const char* kFailureKindsV5Sql =
+    "'none','compile','device_limit','fault','hang','wrong_result',\n"
+    "                                        'worker_died','interrupted','proposal','inconsistent','below_floor'";
+
+/// The version-3 column list (no closing parenthesis) with `failure_kinds` in the CHECK.
+std::string iterations_columns_v3_sql(const char* failure_kinds) {
   std::string sql = kIterationsColumnsV3Sql;
+  const std::string mark = "@FAILURE_KINDS@";
+  sql.replace(sql.find(mark), mark.size(), failure_kinds);
+  return sql;
+}
+
+/// The columns of the current version, closed.
+std::string iterations_columns_sql() {
+  std::string sql = iterations_columns_v3_sql(kFailureKindsV5Sql);
   for (const char* c : kIterationsV4Columns) sql += std::string(",\n  ") + c;
   return sql + "\n);\n";
 }
@@ -245,14 +264,13 @@ void require_tables(sqlite::Connection& conn, const std::vector<std::string>& re
 /// A CHECK constraint cannot be altered in SQLite, so `iterations` is rebuilt by SQLite's documented
 /// procedure (create the new table, copy every row with its id, drop, rename, recreate the indexes) with
 /// foreign keys off; ensure_schema runs foreign_key_check before the commit.
-void migrate_2_to_3(sqlite::Connection& conn) {
-  constexpr const char* kV2Columns =
-      "id, run_id, variant_id, suite, template, params_json, params, status, failure_kind, geomean_ms, delta_ms, "
-      "window_ms, global_ms, retrieval_ms, description, started_at, finished_at, gpu_ms, compile_ms, fidelity, "
-      "screen_ms, root_seed";
-  conn.exec(kProposalsSql);
-  conn.exec(std::string("CREATE TABLE iterations_v3") + kIterationsColumnsV3Sql + "\n);");
-  conn.exec(fmt::format("INSERT INTO iterations_v3 ({0}) SELECT {0} FROM iterations ORDER BY id", kV2Columns));
+/// Rebuilds `iterations` with the columns `columns_sql` (after "CREATE TABLE <name>", closed), copying
+/// `copied` (a column list both tables have) of every row with its id: SQLite's documented procedure (create
+/// the new table, copy, drop, rename, recreate the indexes), keeping the AUTOINCREMENT counter. Runs with
+/// foreign keys off; ensure_schema runs foreign_key_check before the commit.
+void rebuild_iterations(sqlite::Connection& conn, const std::string& columns_sql, const char* copied) {
+  conn.exec("CREATE TABLE iterations_new" + columns_sql);
+  conn.exec(fmt::format("INSERT INTO iterations_new ({0}) SELECT {0} FROM iterations ORDER BY id", copied));
   // AUTOINCREMENT: an iter number is never reused, so the new table continues from the old counter.
   std::optional<std::int64_t> seq;
   {
@@ -260,7 +278,7 @@ void migrate_2_to_3(sqlite::Connection& conn) {
     if (st.step()) seq = st.column_int64(0);
   }
   conn.exec("DROP TABLE iterations");
-  conn.exec("ALTER TABLE iterations_v3 RENAME TO iterations");
+  conn.exec("ALTER TABLE iterations_new RENAME TO iterations");
   conn.exec(kIterationsIndexSql);
   if (seq) {
     conn.prepare("DELETE FROM sqlite_sequence WHERE name = 'iterations'").run();
@@ -268,11 +286,30 @@ void migrate_2_to_3(sqlite::Connection& conn) {
   }
 }
 
+void migrate_2_to_3(sqlite::Connection& conn) {
+  constexpr const char* kV2Columns =
+      "id, run_id, variant_id, suite, template, params_json, params, status, failure_kind, geomean_ms, delta_ms, "
+      "window_ms, global_ms, retrieval_ms, description, started_at, finished_at, gpu_ms, compile_ms, fidelity, "
+      "screen_ms, root_seed";
+  conn.exec(kProposalsSql);
+  rebuild_iterations(conn, iterations_columns_v3_sql(kFailureKindsV3Sql) + "\n);", kV2Columns);
+}
+
 /// Version 3 -> 4 (scale-out): iterations gain gpu_index, gpu_uuid and sm_clock_mhz (NULL for every existing
 /// row), and the iteration_sources table (empty) holds the provenance of merged iterations.
 void migrate_3_to_4(sqlite::Connection& conn) {
   for (const char* c : kIterationsV4Columns) conn.exec(std::string("ALTER TABLE iterations ADD COLUMN ") + c);
   conn.exec(kIterationSourcesSql);
+}
+
+/// Version 4 -> 5 (issue 30, docs/verification.md): the failure kinds 'inconsistent' and 'below_floor'. The
+/// CHECK of `iterations` changes, so the table is rebuilt as in 2 -> 3; every row, id and column is kept.
+void migrate_4_to_5(sqlite::Connection& conn) {
+  constexpr const char* kV4Columns =
+      "id, run_id, variant_id, suite, template, params_json, params, status, failure_kind, geomean_ms, delta_ms, "
+      "window_ms, global_ms, retrieval_ms, description, started_at, finished_at, gpu_ms, compile_ms, fidelity, "
+      "screen_ms, root_seed, proposal_id, gpu_index, gpu_uuid, sm_clock_mhz";
+  rebuild_iterations(conn, iterations_columns_sql(), kV4Columns);
 }
 
 /// Turns foreign-key enforcement off for a table rebuild and back on afterwards (the pragma is a no-op
@@ -309,6 +346,7 @@ const std::vector<Migration>& builtin_migrations() {
        }},
       {2, migrate_2_to_3, true},
       {3, migrate_3_to_4},
+      {4, migrate_4_to_5, true},
   };
   return chain;
 }

@@ -32,7 +32,8 @@ void check_finish_rules(const IterationRecord& it) {
       break;
     case IterationStatus::crash:
       if (kind == FailureKind::none || kind == FailureKind::interrupted) {
-        fail("crash needs a failure kind (compile, device_limit, fault, hang, wrong_result, worker_died, proposal)");
+        fail("crash needs a failure kind (compile, device_limit, fault, hang, wrong_result, worker_died, proposal, "
+             "inconsistent, below_floor)");
       }
       break;
     case IterationStatus::interrupted:

@@ -11,7 +11,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <fmt/format.h>
+
 #include "daemon/gpu_set.hpp"
+#include "db/schema.hpp"
 #include "daemon/stale_worker.hpp"
 #include "daemon/supervise.hpp"
 #include "db/store.hpp"
@@ -169,11 +172,14 @@ TEST(ScaleOut, ShardRunsMergeIntoOneDbWithNothingLostOrDoubled) {
   fs::copy_file(s1.db, old);
   {
     auto c = sqlite::Connection::open(old, sqlite::OpenMode::read_write);
-    c.exec("UPDATE schema_version SET version = 3 WHERE version = 4");
+    c.exec(fmt::format("UPDATE schema_version SET version = {} WHERE version = {}", db::kSchemaVersion - 1,
+                       db::kSchemaVersion));  // one version older
   }
   const Output version = run("db merge --force '" + out + "' '" + s0.db + "' '" + old + "'");
   EXPECT_EQ(version.code, 1);
-  EXPECT_NE(version.text.find(old + " has schema version 3, this attn-tuner merges version 4 only"), std::string::npos)
+  EXPECT_NE(version.text.find(fmt::format("{} has schema version {}, this attn-tuner merges version {} only", old,
+                                          db::kSchemaVersion - 1, db::kSchemaVersion)),
+            std::string::npos)
       << version.text;
   EXPECT_TRUE(fs::exists(out));  // --force replaces OUT only once the inputs are checked
 }
