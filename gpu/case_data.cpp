@@ -5,7 +5,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <random>
 #include <stdexcept>
+
+#include <xxhash.h>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -32,6 +35,27 @@ std::string templates_dir_default() {
 
 }  // namespace
 
+std::uint64_t check_seed_for(std::uint64_t check_root, const CaseSpec& spec) {
+  auto mix = [](std::uint64_t x) {  // splitmix64's finalizer
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+  };
+  const std::string key = case_to_json(spec).dump();
+  std::uint64_t s = mix(check_root ^ XXH3_64bits(key.data(), key.size()));
+  while (s == std::uint64_t(spec.seed)) s = mix(s);
+  return s;
+}
+
+void DeviceCase::fill_inputs(std::uint64_t seed, CUstream stream) const {
+  if (!filler) throw std::logic_error("DeviceCase::fill_inputs: case " + spec.case_id + " has no input filler");
+  const std::size_t n = qkv_elems();
+  filler->fill_normal_async(q.ptr(), seed, unsigned(Tensor::q), n, stream);
+  filler->fill_normal_async(k.ptr(), seed, unsigned(Tensor::k), n, stream);
+  filler->fill_normal_async(v.ptr(), seed, unsigned(Tensor::v), n, stream);
+}
+
 std::size_t DeviceCase::qkv_elems() const {
   return std::size_t(spec.batch_size) * spec.num_heads * spec.t_max * kHeadDim;
 }
@@ -57,6 +81,12 @@ AttnArgs DeviceCase::args() const {
 CaseBuilder::CaseBuilder(const Context& ctx, const Compiler& compiler, CaseBuilderOptions options)
     : ctx_(ctx), compiler_(compiler), options_(std::move(options)) {
   namespace fs = std::filesystem;
+  if (options_.check_root) {
+    check_root_ = *options_.check_root;
+  } else {
+    std::random_device rd;
+    check_root_ = (std::uint64_t(rd()) << 32) ^ rd();
+  }
   if (options_.templates_dir.empty()) options_.templates_dir = templates_dir_default();
   if (options_.fill_source.empty())
     options_.fill_source = (fs::path(options_.templates_dir) / "fill_normal.cu").string();
@@ -66,30 +96,43 @@ CaseBuilder::CaseBuilder(const Context& ctx, const Compiler& compiler, CaseBuild
 
 CaseBuilder::~CaseBuilder() = default;
 
-void CaseBuilder::load_helpers() {
+void CaseBuilder::load_fill() {
   if (!fill_module_) {
     fill_module_ = compile_helper(compiler_, options_.fill_source, "fill_normal_bf16");
     fill_fn_ = fill_module_->function("fill_normal_bf16");
   }
+}
+
+void CaseBuilder::load_helpers() {
+  load_fill();
   if (!reference_module_) {
     reference_module_ = compile_helper(compiler_, options_.reference_source, options_.reference_kernel);
     reference_ = load_attn_kernel(*reference_module_, options_.reference_kernel);
   }
 }
 
-void CaseBuilder::fill_normal(CUdeviceptr out, std::uint64_t seed, unsigned tensor, std::uint64_t n) {
-  if (!fill_module_) {
-    fill_module_ = compile_helper(compiler_, options_.fill_source, "fill_normal_bf16");
-    fill_fn_ = fill_module_->function("fill_normal_bf16");
-  }
+void CaseBuilder::fill_normal_async(CUdeviceptr out, std::uint64_t seed, unsigned tensor, std::uint64_t n,
+                                    CUstream stream) {
+  load_fill();
   if (n == 0) return;
   const std::uint64_t blocks_needed = (n + 255) / 256;
   const unsigned grid = unsigned(std::min<std::uint64_t>(blocks_needed, std::uint64_t(ctx_.info().sm_count) * 16));
   unsigned long long seed_arg = seed, n_arg = n;
   unsigned tensor_arg = tensor;
   void* params[] = {&out, &seed_arg, &tensor_arg, &n_arg};
-  check(cu::api().cuLaunchKernel(fill_fn_, grid, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr),
+  check(cu::api().cuLaunchKernel(fill_fn_, grid, 1, 1, 256, 1, 1, 0, stream, params, nullptr),
         "cuLaunchKernel(fill_normal_bf16)");
+}
+
+void CaseBuilder::fill_normal(CUdeviceptr out, std::uint64_t seed, unsigned tensor, std::uint64_t n) {
+  fill_normal_async(out, seed, tensor, n, nullptr);
+  ctx_.synchronize();
+}
+
+void CaseBuilder::run_reference(DeviceCase& c) {
+  c.o.fill_bytes(0xFF);  // NaN: the reference must write every element
+  c.lse.fill_bytes(0xFF);
+  launch_attn(reference_, c.args(), nullptr);
   ctx_.synchronize();
 }
 
@@ -120,6 +163,7 @@ const DeviceCase& CaseBuilder::get(const CaseSpec& spec) {
   auto c = std::make_unique<DeviceCase>();
   c->spec = spec;
   c->layout = build_layout(spec);
+  c->work = case_work(c->layout, spec.t_max);
   c->row_ptr = DeviceBuffer::from_vector(c->layout.row_ptr);
   c->col_idx = DeviceBuffer::from_vector(c->layout.col_idx);
   c->seq_lens = DeviceBuffer::from_vector(c->layout.seq_lens);
@@ -129,15 +173,21 @@ const DeviceCase& CaseBuilder::get(const CaseSpec& spec) {
   c->v = DeviceBuffer(n * sizeof(bf16_bits));
   c->o = DeviceBuffer(n * sizeof(bf16_bits));
   c->lse = DeviceBuffer(c->lse_elems() * sizeof(float));
-  const auto seed = std::uint64_t(spec.seed);
-  fill_normal(c->q.ptr(), seed, unsigned(Tensor::q), n);
-  fill_normal(c->k.ptr(), seed, unsigned(Tensor::k), n);
-  fill_normal(c->v.ptr(), seed, unsigned(Tensor::v), n);
-
-  c->o.fill_bytes(0xFF);  // NaN: the reference must write every element
-  c->lse.fill_bytes(0xFF);
-  launch_attn(reference_, c->args(), nullptr);
-  ctx_.synchronize();
+  c->filler = this;
+  if (options_.check_sets) {
+    // The check set first, so that the buffers end with the tuning inputs and their reference.
+    c->check_seed = check_seed_for(check_root_, spec);
+    c->fill_inputs(c->check_seed, nullptr);
+    run_reference(*c);
+    c->check_ref_o = c->o.to_vector<bf16_bits>(n);
+    c->check_ref_lse = c->lse.to_vector<float>(c->lse_elems());
+    c->check_ref_o_dev = DeviceBuffer(c->o.bytes());
+    c->check_ref_lse_dev = DeviceBuffer(c->lse.bytes());
+    check(cu::api().cuMemcpyDtoD(c->check_ref_o_dev.ptr(), c->o.ptr(), c->o.bytes()), "cuMemcpyDtoD(check o)");
+    check(cu::api().cuMemcpyDtoD(c->check_ref_lse_dev.ptr(), c->lse.ptr(), c->lse.bytes()), "cuMemcpyDtoD(check lse)");
+  }
+  c->fill_inputs(std::uint64_t(spec.seed), nullptr);
+  run_reference(*c);
   c->ref_o = c->o.to_vector<bf16_bits>(n);
   c->ref_lse = c->lse.to_vector<float>(c->lse_elems());
   c->ref_o_dev = DeviceBuffer(c->o.bytes());

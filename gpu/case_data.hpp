@@ -1,9 +1,13 @@
 // A case on the GPU: its layout uploaded, q/k/v filled on the device (kernels_templates/fill_normal.cu,
 // the same numbers as workload/inputs.cpp), and the fp32 reference o/lse computed on the device
 // (kernels_templates/reference_fp32.cu) and copied to the host once. Built once per worker lifetime.
+// Each case also has a hidden check set (docs/verification.md): a second seed, drawn when the builder is
+// made and never the case's own, with its own reference, so that an evaluation can run a variant once on
+// fresh data in the same buffers and put the tuning inputs back.
 #pragma once
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,8 +17,19 @@
 #include "workload/bf16.hpp"
 #include "workload/case_spec.hpp"
 #include "workload/layout.hpp"
+#include "workload/roofline.hpp"
 
 namespace attn {
+
+/// Writes a case's inputs from a seed, as fill_normal_bf16 does (CaseBuilder implements it), enqueued on a
+/// stream without waiting: how an evaluation swaps a case's q/k/v between its tuning and check data.
+class InputFiller {
+ public:
+  virtual ~InputFiller() = default;
+  /// Enqueues fill_normal_bf16(seed, tensor) of `n` bf16 values at `out` on `stream`.
+  virtual void fill_normal_async(CUdeviceptr out, std::uint64_t seed, unsigned tensor, std::uint64_t n,
+                                 CUstream stream) = 0;
+};
 
 /// Device tensors of one case (ABI.md layouts) and its reference outputs on the host.
 struct DeviceCase {
@@ -26,13 +41,28 @@ struct DeviceCase {
   std::vector<bf16_bits> ref_o;            ///< reference_fp32's o (bf16 bits)
   std::vector<float> ref_lse;              ///< reference_fp32's lse (natural log)
   DeviceBuffer ref_o_dev, ref_lse_dev;     ///< the same reference, on the device (gpu/device_validation.hpp)
+  /// The check set: q/k/v from check_seed in the same buffers give check_ref_o / check_ref_lse. Empty (and
+  /// `filler` null) for a case built by hand: has_check_set() is false and no evaluation uses it.
+  std::uint64_t check_seed = 0;
+  std::vector<bf16_bits> check_ref_o;
+  std::vector<float> check_ref_lse;
+  DeviceBuffer check_ref_o_dev, check_ref_lse_dev;
+  InputFiller* filler = nullptr;           ///< the builder that made it (outlives it)
+  CaseWork work;                           ///< case_work(layout, t_max): the floor checks' FLOPs and bytes (0 by hand)
   double build_ms = 0;
 
   std::size_t qkv_elems() const;  ///< B * H * t_max * 128
   std::size_t lse_elems() const;  ///< B * H * t_max
   /// Launch arguments pointing at this case's buffers.
   AttnArgs args() const;
+  bool has_check_set() const { return filler != nullptr && check_ref_o_dev.bytes() > 0; }
+  /// Enqueues q/k/v := fill_normal(seed) on `stream` (needs a filler): spec.seed puts the tuning inputs back.
+  void fill_inputs(std::uint64_t seed, CUstream stream) const;
 };
+
+/// The check seed of a case: a mix of the builder's `check_root` and the case (its JSON), never equal to the
+/// case's own seed.
+std::uint64_t check_seed_for(std::uint64_t check_root, const CaseSpec& spec);
 
 /// Compiles a helper kernel's source (no parameters) and loads it. Throws std::runtime_error with the
 /// NVRTC log when it does not compile, CudaError when the image does not load.
@@ -44,11 +74,16 @@ struct CaseBuilderOptions {
   std::string fill_source;                       ///< empty: <templates_dir>/fill_normal.cu
   std::string reference_source;                  ///< empty: <templates_dir>/reference_fp32.cu
   std::string reference_kernel = "reference_attn_fwd_fp32";
+  /// Root of the cases' check seeds (check_seed_for); empty: drawn from std::random_device when the builder
+  /// is made, so no two workers, and no kernel, can know it. Tests set it.
+  std::optional<std::uint64_t> check_root;
+  /// Build the check set of every case (a second reference per case; docs/verification.md).
+  bool check_sets = true;
 };
 
 /// Builds cases on the current context and keeps them (keyed by the CaseSpec's JSON) for its lifetime.
 /// The helper kernels are compiled on first use with `compiler` (its disk cache applies).
-class CaseBuilder {
+class CaseBuilder : public InputFiller {
  public:
   CaseBuilder(const Context& ctx, const Compiler& compiler, CaseBuilderOptions options = {});
   ~CaseBuilder();
@@ -65,6 +100,11 @@ class CaseBuilder {
 
   /// Fills `n` bf16 values at `out` with fill_normal_bf16(seed, tensor) and waits for it.
   void fill_normal(CUdeviceptr out, std::uint64_t seed, unsigned tensor, std::uint64_t n);
+  /// The same, enqueued on `stream` (InputFiller).
+  void fill_normal_async(CUdeviceptr out, std::uint64_t seed, unsigned tensor, std::uint64_t n,
+                         CUstream stream) override;
+  /// The root of the check seeds (CaseBuilderOptions::check_root, or the one drawn).
+  std::uint64_t check_root() const { return check_root_; }
 
  private:
   const Context& ctx_;
@@ -74,8 +114,12 @@ class CaseBuilder {
   CUfunction fill_fn_ = nullptr;
   AttnKernel reference_;
   std::map<std::string, std::unique_ptr<DeviceCase>> cases_;
+  std::uint64_t check_root_ = 0;
 
   void load_helpers();
+  void load_fill();
+  /// Runs the reference on c's current inputs into c.o / c.lse (poisoned first) and waits.
+  void run_reference(DeviceCase& c);
 };
 
 }  // namespace attn

@@ -34,6 +34,11 @@ DeviceValidator::DeviceValidator(const Context& ctx, const Compiler& compiler, c
 DeviceValidator::~DeviceValidator() = default;
 
 ValidationResult DeviceValidator::validate(const DeviceCase& c, CUstream stream, const Tolerances& tol) const {
+  return validate_against(c, c.ref_o_dev.ptr(), c.ref_lse_dev.ptr(), stream, tol);
+}
+
+ValidationResult DeviceValidator::validate_against(const DeviceCase& c, CUdeviceptr ref_o, CUdeviceptr ref_lse,
+                                                   CUstream stream, const Tolerances& tol) const {
   check(cu::api().cuMemsetD32Async(counters_.ptr(), 0, 2 * kCounters, stream), "cuMemsetD32Async(counters)");
   const unsigned max_grid = unsigned(ctx_.info().sm_count) * 8;
   auto launch = [&](CUfunction fn, CUdeviceptr out, CUdeviceptr ref, std::uint64_t n, double atol, double rtol,
@@ -46,9 +51,9 @@ ValidationResult DeviceValidator::validate(const DeviceCase& c, CUstream stream,
     const unsigned grid = unsigned(std::min<std::uint64_t>((n + kThreads - 1) / kThreads, max_grid));
     check(cu::api().cuLaunchKernel(fn, grid, 1, 1, kThreads, 1, 1, 0, stream, params, nullptr), what);
   };
-  launch(o_fn_, c.o.ptr(), c.ref_o_dev.ptr(), c.qkv_elems(), tol.output_atol, tol.output_rtol, 0,
+  launch(o_fn_, c.o.ptr(), ref_o, c.qkv_elems(), tol.output_atol, tol.output_rtol, 0,
          "cuLaunchKernel(validate_o_bf16)");
-  launch(lse_fn_, c.lse.ptr(), c.ref_lse_dev.ptr(), c.lse_elems(), tol.lse_atol, tol.lse_rtol, 1,
+  launch(lse_fn_, c.lse.ptr(), ref_lse, c.lse_elems(), tol.lse_atol, tol.lse_rtol, 1,
          "cuLaunchKernel(validate_lse_fp32)");
   check(cu::api().cuStreamSynchronize(stream), "cuStreamSynchronize(validation)");
   std::array<unsigned, 2 * kCounters> h{};

@@ -28,6 +28,10 @@ class DeviceValidator {
   /// Validates c.o / c.lse (as a variant left them on `stream`) against c.ref_o_dev / c.ref_lse_dev with
   /// `tol`; synchronizes `stream`. Same result as validate_outputs on the host copies. Throws CudaError.
   ValidationResult validate(const DeviceCase& c, CUstream stream, const Tolerances& tol) const;
+  /// The same against another reference of c's shape on the device (the case's check set:
+  /// c.check_ref_o_dev / c.check_ref_lse_dev).
+  ValidationResult validate_against(const DeviceCase& c, CUdeviceptr ref_o, CUdeviceptr ref_lse, CUstream stream,
+                                    const Tolerances& tol) const;
 
  private:
   const Context& ctx_;

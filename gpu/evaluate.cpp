@@ -27,14 +27,29 @@ FailureKind classify_cuda_error(const CudaError& e) {
   }
 }
 
+std::optional<std::string> below_floor_verdict(const std::string& case_id, double median_ms, double floor_ms,
+                                               double margin) {
+  if (!(floor_ms > 0) || !(median_ms < margin * floor_ms)) return std::nullopt;
+  return fmt::format("case {}: {:.2f} us is below its roofline floor of {:.2f} us (x {:.2g} margin = {:.2f} us): "
+                     "impossible for a kernel that does the work",
+                     case_id, median_ms * 1e3, floor_ms * 1e3, margin, margin * floor_ms * 1e3);
+}
+
+double fresh_too_slow_ms(double median_ms) { return 2 * median_ms + 0.005; }
+
 namespace {
 
-/// Waits for the variant, copies o/lse back and validates them against the host copy of the reference.
-ValidationResult validate_on_host(const DeviceCase& c, const Stream& stream, const Tolerances& tol) {
+/// Waits for the variant, copies o/lse back and validates them against a host reference.
+ValidationResult validate_on_host(const DeviceCase& c, const Stream& stream, const Tolerances& tol,
+                                  const std::vector<bf16_bits>& ref_o, const std::vector<float>& ref_lse) {
   stream.synchronize();
   const auto o = c.o.to_vector<bf16_bits>(c.qkv_elems());
   const auto lse = c.lse.to_vector<float>(c.lse_elems());
-  return validate_outputs(o, lse, c.ref_o, c.ref_lse, tol);
+  return validate_outputs(o, lse, ref_o, ref_lse, tol);
+}
+
+ValidationResult validate_on_host(const DeviceCase& c, const Stream& stream, const Tolerances& tol) {
+  return validate_on_host(c, stream, tol, c.ref_o, c.ref_lse);
 }
 
 }  // namespace
@@ -108,6 +123,7 @@ EvalResult Evaluator::evaluate(const std::vector<char>& cubin, const std::string
       SpreadCriterion criterion(options.timing);
       std::vector<Family> fams;
       std::vector<double> lat;
+      const bool verify = options.validate;  // EvalOptions: the checks run on validated evaluations only
       for (std::size_t i = 0; i < cases.size(); ++i) {
         const DeviceCase& c = *cases[i];
         stage = "timing case " + c.spec.case_id;
@@ -122,6 +138,68 @@ EvalResult Evaluator::evaluate(const std::vector<char>& cubin, const std::string
         cr.sm_clock_mhz = t.sm_clock_mhz;
         fams.push_back(c.spec.family);
         lat.push_back(t.median_ms);
+
+        // Physics first: no kernel that does the work is faster than the case's roofline floor.
+        if (verify && options.check_floor) {
+          cr.floor_ms = c.work.floor_s(options.ceilings) * 1e3;
+          if (auto why = below_floor_verdict(c.spec.case_id, t.median_ms, cr.floor_ms, options.floor_margin)) {
+            stream_.synchronize();
+            return finish(FailureKind::below_floor,
+                          fmt::format("{} ({:.0f} TFLOP/s, {:.2f} TB/s)", *why, options.ceilings.flops_per_s / 1e12,
+                                      options.ceilings.bytes_per_s / 1e12));
+          }
+        }
+        // Fresh inputs in the same buffers, o/lse left as the samples wrote them: a kernel that remembers
+        // a result, skips work or keys anything on its buffers shows it here (docs/verification.md).
+        if (verify && options.check_fresh && c.has_check_set()) {
+          stage = "checking case " + c.spec.case_id + " on fresh inputs";
+          EventPair events;
+          auto launch_on = [&](std::uint64_t seed) {
+            c.fill_inputs(seed, stream_.get());
+            flusher_.flush(stream_.get());
+            events.record_start(stream_.get());
+            launch.enqueue(stream_.get());
+            events.record_stop(stream_.get());
+            return double(events.elapsed_ms());
+          };
+          ValidationResult v;
+          double again_ms = 0;
+          const double limit_ms = fresh_too_slow_ms(t.median_ms);
+          try {
+            cr.fresh_ms = launch_on(c.check_seed);
+            v = validator_ ? validator_->validate_against(c, c.check_ref_o_dev.ptr(), c.check_ref_lse_dev.ptr(),
+                                                          stream_.get(), options.tolerances)
+                           : validate_on_host(c, stream_, options.tolerances, c.check_ref_o, c.check_ref_lse);
+            // Slow once may be a hiccup: a second launch on other fresh data (no reference needed) decides.
+            if (v.passed && cr.fresh_ms > limit_ms) again_ms = launch_on(check_seed_for(c.check_seed, c.spec));
+            c.fill_inputs(std::uint64_t(c.spec.seed), stream_.get());  // the tuning inputs, for what comes next
+          } catch (const CudaError&) {
+            try {
+              c.fill_inputs(std::uint64_t(c.spec.seed), stream_.get());
+            } catch (const CudaError&) {  // a dead context: the worker exits anyway
+            }
+            throw;
+          }
+          cr.fresh_o_max_abs_diff = v.o_max_abs_diff;
+          cr.fresh_lse_max_abs_diff = v.lse_max_abs_diff;
+          if (!v.passed) {
+            stream_.synchronize();
+            return finish(FailureKind::inconsistent,
+                          fmt::format("case {}: a timed launch on fresh inputs in the same buffers is wrong (o diff "
+                                      "{:.3g}, lse diff {:.3g}): the result depends on something other than the "
+                                      "inputs",
+                                      c.spec.case_id, v.o_max_abs_diff, v.lse_max_abs_diff));
+          }
+          if (again_ms > limit_ms) {
+            stream_.synchronize();
+            return finish(FailureKind::inconsistent,
+                          fmt::format("case {}: timed launches on fresh inputs in the same buffers took {:.2f} and "
+                                      "{:.2f} us against a median of {:.2f} us over {} samples (limit {:.2f} us): "
+                                      "the speed depends on seeing the same inputs again",
+                                      c.spec.case_id, cr.fresh_ms * 1e3, again_ms * 1e3, t.median_ms * 1e3,
+                                      t.samples, limit_ms * 1e3));
+          }
+        }
       }
       if (!lat.empty()) {
         try {

@@ -1,8 +1,12 @@
 // Evaluating a variant (a cubin) on a suite of built cases: validate every case against the reference
-// with the harness's tolerances, then time every case cold; classify failures (FailureKind).
+// with the harness's tolerances, then time every case cold; classify failures (FailureKind). After each
+// case is timed, two checks that a kernel doing less than the work cannot pass (docs/verification.md): its
+// median against its roofline floor (below_floor), and one timed launch on the case's hidden check inputs in
+// the same buffers, validated against their own reference (inconsistent).
 #pragma once
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +16,7 @@
 #include "gpu/driver.hpp"
 #include "gpu/failure.hpp"
 #include "gpu/timing.hpp"
+#include "workload/roofline.hpp"
 #include "workload/validation.hpp"
 
 namespace attn {
@@ -29,6 +34,12 @@ struct CaseResult {
   bool passed = false;     ///< validated within tolerance (true when validation was skipped)
   bool validated = false;
   bool timed = false;
+  /// The verification after timing (0 when not run): the case's roofline floor at the evaluation's ceilings,
+  /// and the launch on the check inputs: its time and its max diffs against the check reference.
+  double floor_ms = 0;
+  double fresh_ms = 0;
+  double fresh_o_max_abs_diff = 0;
+  double fresh_lse_max_abs_diff = 0;
   bool operator==(const CaseResult&) const = default;
 };
 
@@ -37,12 +48,38 @@ struct EvalOptions {
   bool time = true;
   TimingParams timing;
   Tolerances tolerances;
+  /// The verification (docs/verification.md); both run only where `validate` and `time` are on, since
+  /// `--no-validate` times kernels that drop work on purpose (ablations) and a re-timing has been verified.
+  /// check_floor: a case whose median is below floor_margin x its roofline floor (case_work at `ceilings`)
+  /// fails below_floor. The margin allows SM clocks above the datasheet's (989 TFLOP/s is at 1830 MHz; the
+  /// H100 boosts to 1980).
+  bool check_floor = true;
+  double floor_margin = 0.9;
+  Ceilings ceilings;  ///< of the GPU: floor_check_ceilings(name) in the worker; default H100 SXM
+  /// check_fresh: after a case's samples, its q/k/v are refilled with its check set (DeviceCase), o/lse are
+  /// left as the last sample wrote them, L2 is flushed and the variant is launched once, timed; a result
+  /// outside the tolerances of the check reference, or a time above fresh_too_slow_ms (twice, the second on
+  /// other fresh data), fails inconsistent. The tuning inputs are put back after. Cases without a check set
+  /// (built by hand) skip it.
+  bool check_fresh = true;
 };
+
+/// The below_floor verdict of a case timed at `median_ms` whose roofline floor is `floor_ms`: the
+/// message ("case X: 4.85 us is below its roofline floor of 18.0 us (x 0.9 margin = 16.2 us): impossible
+/// for a kernel that does the work") when median_ms < margin * floor_ms, else std::nullopt. A floor
+/// <= 0 (unknown) never fails.
+std::optional<std::string> below_floor_verdict(const std::string& case_id, double median_ms, double floor_ms,
+                                               double margin);
+
+/// The time above which a launch on fresh inputs is inconsistent with the samples' median:
+/// 2 x median + 5 us (a kernel whose speed depends on seeing the same inputs again).
+double fresh_too_slow_ms(double median_ms);
 
 /// A variant on a suite. status: none (all passed and, if asked, timed), compile (kernel or
 /// attn_launch_info missing / malformed, or the cubin does not load), device_limit, fault (sticky CUDA
 /// error: the caller's context is dead), wrong_result (some case failed validation: cases keep their
-/// diffs, nothing is timed).
+/// diffs, nothing is timed), below_floor / inconsistent (a timed case failed a check: the message names
+/// it; the cases after it are not timed).
 struct EvalResult {
   FailureKind status = FailureKind::none;
   std::string message;
@@ -64,8 +101,9 @@ class Evaluator {
 
   /// Loads `cubin`, resolves `kernel` (ABI.md), then: per case poison o/lse with 0xFF (NaN), launch, and
   /// validate against the case's reference on the device or the host (when options.validate);
-  /// if every case passed, time each case with time_cold (when options.time). Device errors become the
-  /// status; it throws only std::bad_alloc-like host failures.
+  /// if every case passed, time each case with time_cold (when options.time), then check it against its
+  /// floor and on its check set (EvalOptions). Device errors become the status; it throws only
+  /// std::bad_alloc-like host failures.
   EvalResult evaluate(const std::vector<char>& cubin, const std::string& kernel,
                       const std::vector<const DeviceCase*>& cases, const EvalOptions& options);
 

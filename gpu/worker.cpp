@@ -33,9 +33,10 @@ struct Worker::Gpu {
   CaseBuilder cases;
   DeviceValidator validator;
   Evaluator evaluator;
+  Ceilings ceilings;  ///< of this GPU, for the floor check (docs/verification.md)
   Gpu(int device, const Compiler& compiler, const CaseBuilderOptions& opts)
       : ctx(device), cases(ctx, compiler, opts), validator(ctx, compiler, cases.templates_dir()),
-        evaluator(ctx, host_validation() ? nullptr : &validator) {}
+        evaluator(ctx, host_validation() ? nullptr : &validator), ceilings(floor_check_ceilings(ctx.info().name)) {}
   /// ATTN_TUNER_HOST_VALIDATION=1: validate on the host (the path before the device validation; for A/B
   /// measurements and cross-checks, docs/gpu.md).
   static bool host_validation() {
@@ -154,6 +155,9 @@ json Worker::eval(const json& request, int& exit_code) {
   opts.validate = req.validate;
   opts.time = req.time;
   opts.timing = req.timing;
+  opts.check_floor = req.check_floor;
+  opts.check_fresh = req.check_fresh;
+  opts.ceilings = g.ceilings;
   const EvalResult r = g.evaluator.evaluate(cubin, req.kernel, cases, opts);
   spdlog::info("worker: eval {} -> {} ({:.0f} ms)", req.cubin_path, to_string(r.status), r.wall_ms);
   if (r.status == FailureKind::fault) exit_code = kWorkerFaultExit;

@@ -183,17 +183,25 @@ TimingParams timing_params_from_json(const json& j) {
 }
 
 json to_json(const CaseResult& c) {
-  return {{"case_id", c.case_id},
-          {"family", family_name(c.family)},
-          {"median_ms", num(c.median_ms)},
-          {"spread", num(c.spread)},
-          {"samples", c.samples},
-          {"sm_clock_mhz", c.sm_clock_mhz},
-          {"o_max_abs_diff", num(c.o_max_abs_diff)},
-          {"lse_max_abs_diff", num(c.lse_max_abs_diff)},
-          {"passed", c.passed},
-          {"validated", c.validated},
-          {"timed", c.timed}};
+  json j = {{"case_id", c.case_id},
+            {"family", family_name(c.family)},
+            {"median_ms", num(c.median_ms)},
+            {"spread", num(c.spread)},
+            {"samples", c.samples},
+            {"sm_clock_mhz", c.sm_clock_mhz},
+            {"o_max_abs_diff", num(c.o_max_abs_diff)},
+            {"lse_max_abs_diff", num(c.lse_max_abs_diff)},
+            {"passed", c.passed},
+            {"validated", c.validated},
+            {"timed", c.timed}};
+  // The verification's figures, only where it ran (so older readers and the fake worker need nothing new).
+  if (c.floor_ms != 0) j["floor_ms"] = num(c.floor_ms);
+  if (c.fresh_ms != 0) {
+    j["fresh_ms"] = num(c.fresh_ms);
+    j["fresh_o_max_abs_diff"] = num(c.fresh_o_max_abs_diff);
+    j["fresh_lse_max_abs_diff"] = num(c.fresh_lse_max_abs_diff);
+  }
+  return j;
 }
 
 CaseResult case_result_from_json(const json& j) {
@@ -209,6 +217,12 @@ CaseResult case_result_from_json(const json& j) {
   c.passed = get<bool>(j, "passed");
   c.validated = get<bool>(j, "validated");
   c.timed = get<bool>(j, "timed");
+  if (j.contains("floor_ms")) c.floor_ms = get_num(j, "floor_ms");
+  if (j.contains("fresh_ms")) {
+    c.fresh_ms = get_num(j, "fresh_ms");
+    c.fresh_o_max_abs_diff = get_num(j, "fresh_o_max_abs_diff");
+    c.fresh_lse_max_abs_diff = get_num(j, "fresh_lse_max_abs_diff");
+  }
   return c;
 }
 
@@ -221,6 +235,8 @@ json to_json(const EvalRequest& m) {
             {"validate", m.validate},
             {"time", m.time}};
   if (!m.case_ids.empty()) j["cases"] = m.case_ids;
+  if (!m.check_floor) j["check_floor"] = false;
+  if (!m.check_fresh) j["check_fresh"] = false;
   return j;
 }
 
@@ -231,6 +247,8 @@ EvalRequest eval_request_from_json(const json& j) {
   if (j.contains("timing")) m.timing = timing_params_from_json(j.at("timing"));
   m.validate = get_or<bool>(j, "validate", true);
   m.time = get_or<bool>(j, "time", true);
+  m.check_floor = get_or<bool>(j, "check_floor", true);
+  m.check_fresh = get_or<bool>(j, "check_fresh", true);
   if (j.contains("cases")) {
     const json& ids = j.at("cases");
     if (!ids.is_array()) throw std::invalid_argument("field 'cases' must be a list of case_id strings");

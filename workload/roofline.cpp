@@ -10,6 +10,18 @@
 
 namespace attn {
 
+Ceilings floor_check_ceilings(const std::string& name) {
+  auto has = [&](const char* s) { return name.find(s) != std::string::npos; };
+  if (has("GH200")) return {989e12, 4.9e12};
+  if (has("H200")) return has("NVL") ? Ceilings{835e12, 4.8e12} : Ceilings{989e12, 4.8e12};
+  if (has("H100")) {
+    if (has("PCIe")) return {756e12, 2.0e12};
+    if (has("NVL")) return {835e12, 3.9e12};
+    return {989e12, 3.35e12};
+  }
+  return {989e12, 4.9e12};
+}
+
 double CaseWork::floor_s(const Ceilings& c) const { return std::max(flops / c.flops_per_s, bytes / c.bytes_per_s); }
 
 bool CaseWork::compute_bound(const Ceilings& c) const { return flops / c.flops_per_s >= bytes / c.bytes_per_s; }

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "workload/layout.hpp"
@@ -13,7 +14,16 @@ namespace attn {
 struct Ceilings {
   double flops_per_s = 989e12;
   double bytes_per_s = 3.35e12;
+  bool operator==(const Ceilings&) const = default;
 };
+
+/// The ceilings of the floor check (gpu/evaluate.hpp) for a GPU by its name (CUDA's device name, e.g.
+/// "NVIDIA H100 80GB HBM3", "NVIDIA H200"): the datasheet's dense bf16 rate and HBM bandwidth, H100 SXM 989
+/// TFLOP/s / 3.35 TB/s, H100 PCIe 756 / 2.0, H100 NVL 835 / 3.9, H200 989 / 4.8, H200 NVL 835 / 4.8, GH200
+/// 989 / 4.9. An unknown name gets the highest of each (989 TFLOP/s, 4.9 TB/s): the lowest floor, so that
+/// the check never fails a kernel for a GPU it does not know. (The report's ceilings_for_gpu,
+/// report/report_cases.hpp, names its source and falls back to the H100 SXM instead.)
+Ceilings floor_check_ceilings(const std::string& gpu_name);
 
 /// Work of one case. FLOPs count the useful work only: 4 * 128 (head dim) per allowed (query, key)
 /// pair (Q.K^T and P.V, 2 FLOPs per multiply-add), with causal and seq_len masking applied exactly.
