@@ -9,7 +9,7 @@
 
 #include "daemon/gpu_set.hpp"
 #include "daemon/seed_rounds.hpp"
-#include "daemon/proposal_round.hpp"
+#include "proposer/proposal_round.hpp"
 #include "daemon/supervise.hpp"
 #include "gpu/timing.hpp"
 #include "gpu/worker_client.hpp"

@@ -84,6 +84,9 @@ struct VariantRecord {
   std::optional<std::int64_t> registers, smem_bytes, spill_bytes;
   std::string cubin_path;  ///< "" when none
   std::string created_at;
+  /// gpu/compiler.hpp cubin_hash of the compiled cubin (schema version 6); "" when unknown: a row of an
+  /// older DB not back-filled (`attn-tuner db cubin-hashes`), or a variant that did not compile.
+  std::string cubin_hash;
   bool operator==(const VariantRecord&) const = default;
 };
 

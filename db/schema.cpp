@@ -51,7 +51,8 @@ CREATE TABLE variants (
   smem_bytes    INTEGER,
   spill_bytes   INTEGER,
   cubin_path    TEXT,
-  created_at    TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))
+  created_at    TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  cubin_hash    TEXT
 );
 CREATE INDEX variants_by_config ON variants (template, params_json);
 )sql";
@@ -347,6 +348,7 @@ const std::vector<Migration>& builtin_migrations() {
       {2, migrate_2_to_3, true},
       {3, migrate_3_to_4},
       {4, migrate_4_to_5, true},
+      {5, [](sqlite::Connection& conn) { conn.exec("ALTER TABLE variants ADD COLUMN cubin_hash TEXT"); }},
   };
   return chain;
 }

@@ -10,7 +10,7 @@
 namespace attn::db {
 
 /// The schema this build writes. Stored as MAX(version) of the `schema_version` table.
-inline constexpr int kSchemaVersion = 5;
+inline constexpr int kSchemaVersion = 6;
 
 /// One step of the migration chain: brings a file from `from_version` to `from_version + 1`. Runs
 /// inside the transaction that also records the new version (all or nothing).
@@ -27,7 +27,9 @@ struct Migration {
 /// 2 -> 3 adds the `proposals` table, iterations.proposal_id and the failure kind 'proposal' (a rebuild
 /// of `iterations`); 3 -> 4 appends iterations.gpu_index / gpu_uuid / sm_clock_mhz and adds the
 /// `iteration_sources` table (provenance of merged iterations, db/merge.hpp); 4 -> 5 adds the failure kinds
-/// 'inconsistent' and 'below_floor' (a rebuild of `iterations`, docs/verification.md).
+/// 'inconsistent' and 'below_floor' (a rebuild of `iterations`, docs/verification.md); 5 -> 6 adds
+/// variants.cubin_hash (refactor-safe champions: export/db_variant.cpp; NULL on older rows until
+/// `attn-tuner db cubin-hashes` records them).
 const std::vector<Migration>& builtin_migrations();
 
 /// The full DDL of kSchemaVersion (tables, indexes), without the schema_version row.

@@ -189,10 +189,12 @@ std::int64_t ExperimentDb::upsert_variant(const VariantRecord& variant) {
   }
   auto st = conn_.prepare(
       "INSERT INTO variants (template, params_json, params, content_hash, compile_ok, compile_ms, compile_log, "
-      "registers, smem_bytes, spill_bytes, cubin_path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, '')) "
+      "registers, smem_bytes, spill_bytes, cubin_path, cubin_hash) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), NULLIF(?, '')) "
       "ON CONFLICT (content_hash) DO UPDATE SET compile_ok = excluded.compile_ok, "
       "compile_ms = excluded.compile_ms, compile_log = excluded.compile_log, registers = excluded.registers, "
-      "smem_bytes = excluded.smem_bytes, spill_bytes = excluded.spill_bytes, cubin_path = excluded.cubin_path "
+      "smem_bytes = excluded.smem_bytes, spill_bytes = excluded.spill_bytes, cubin_path = excluded.cubin_path, "
+      "cubin_hash = COALESCE(excluded.cubin_hash, variants.cubin_hash) "
       "RETURNING id");
   st.bind(1, variant.template_name)
       .bind(2, params_json)
@@ -204,12 +206,22 @@ std::int64_t ExperimentDb::upsert_variant(const VariantRecord& variant) {
       .bind(8, variant.registers)
       .bind(9, variant.smem_bytes)
       .bind(10, variant.spill_bytes)
-      .bind(11, variant.cubin_path);
+      .bind(11, variant.cubin_path)
+      .bind(12, variant.cubin_hash);
   st.step();
   std::int64_t id = st.column_int64(0);
   st.run();  // finish the statement before COMMIT
   tx.commit();
   return id;
+}
+
+void ExperimentDb::set_variant_cubin_hash(std::int64_t variant_id, const std::string& cubin_hash) {
+  require_writable("set_variant_cubin_hash");
+  if (cubin_hash.size() != 32) throw std::invalid_argument("set_variant_cubin_hash: not a cubin hash: '" + cubin_hash + "'");
+  auto st = conn_.prepare("UPDATE variants SET cubin_hash = ? WHERE id = ?");
+  st.bind(1, cubin_hash).bind(2, variant_id).run();
+  if (conn_.changes() != 1)
+    throw std::invalid_argument(fmt::format("set_variant_cubin_hash: no variant {}", variant_id));
 }
 
 std::optional<VariantRecord> ExperimentDb::find_variant_by_hash(const std::string& content_hash) {

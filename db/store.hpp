@@ -78,11 +78,14 @@ class ExperimentDb {
 
   // --- variants --------------------------------------------------------------------------------
   /// Inserts a variant, or updates the compile results (compile_ok, compile_ms, compile_log,
-  /// registers, smem_bytes, spill_bytes, cubin_path) of the one with the same content_hash; returns
+  /// registers, smem_bytes, spill_bytes, cubin_path; cubin_hash when given) of the one with the same content_hash; returns
   /// its id. params_json is canonicalised and params derived from it. Throws std::invalid_argument
   /// when content_hash is empty or the stored variant of that hash has another template/params.
   std::int64_t upsert_variant(const VariantRecord& variant);
   std::optional<VariantRecord> find_variant_by_hash(const std::string& content_hash);
+  /// Records the cubin hash of variant `variant_id` (back-fill of a DB older than schema version 6).
+  /// Throws std::invalid_argument for an unknown id or a hash that is not 32 hex chars.
+  void set_variant_cubin_hash(std::int64_t variant_id, const std::string& cubin_hash);
   std::optional<VariantRecord> variant(std::int64_t variant_id);
 
   // --- iterations ------------------------------------------------------------------------------

@@ -38,6 +38,7 @@ VariantRecord read_variant(const sqlite::Statement& st) {
   v.spill_bytes = st.column_opt_int64(10);
   v.cubin_path = st.column_text(11);
   v.created_at = st.column_text(12);
+  v.cubin_hash = st.column_text(13);
   return v;
 }
 

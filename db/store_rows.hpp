@@ -10,7 +10,7 @@ inline constexpr const char* kRunColumns =
     "git_commit, host, status, stop_reason";
 inline constexpr const char* kVariantColumns =
     "id, template, params_json, params, content_hash, compile_ok, compile_ms, compile_log, registers, "
-    "smem_bytes, spill_bytes, cubin_path, created_at";
+    "smem_bytes, spill_bytes, cubin_path, created_at, cubin_hash";
 inline constexpr const char* kIterationColumns =
     "id, run_id, variant_id, suite, template, params_json, params, status, failure_kind, geomean_ms, "
     "delta_ms, window_ms, global_ms, retrieval_ms, description, started_at, finished_at, gpu_ms, compile_ms, "

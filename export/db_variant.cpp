@@ -87,20 +87,43 @@ ExportVariant load_export_variant(const IterationRecord& it, const VariantRecord
   const Compiler compiler(compiler_options);
   const CompileRequest request{space.source_path(), space.kernel(), v.defines, {}};
   const std::string hash = compiler.content_hash(request);
-  const bool source_matches = hash == vr.content_hash;
+  bool source_matches = hash == vr.content_hash;
+  // A changed source (a refactor, a comment) whose cubin comes out byte-identical is the same kernel: the
+  // exported source still builds the exported cubin.
+  std::optional<CompiledVariant> recompiled;
+  std::string same_cubin_note, cubin_verdict;
+  if (!source_matches && !vr.cubin_hash.empty()) {
+    recompiled = compiler.compile(request);
+    if (recompiled->ok && recompiled->cubin_hash == vr.cubin_hash) {
+      source_matches = true;
+      same_cubin_note = fmt::format("template source changed since iteration {} was compiled, recompiled cubin "
+                                    "byte-identical to the recorded one (cubin hash {})",
+                                    iter, vr.cubin_hash.substr(0, 12));
+    } else {
+      cubin_verdict = recompiled->ok ? fmt::format(" Its recompiled cubin differs from the recorded one (cubin hash {}, "
+                                                   "recorded {}).", recompiled->cubin_hash, vr.cubin_hash)
+                                     : " It does not compile now: " + compile_error_line(recompiled->log) + ".";
+    }
+  } else if (!source_matches) {
+    cubin_verdict = " No cubin hash is recorded for it to compare a recompiled cubin with (a DB older than schema "
+                    "version 6: `attn-tuner db cubin-hashes` records them while the sources still match).";
+  }
   if (!source_matches && !allow_stale_source)
     throw std::invalid_argument(fmt::format(
         "iteration {} ({} {}): {} now hashes to {}, not to the variant's content hash {}: the template source, its "
         "headers, the NVRTC options or the NVRTC version changed since it was compiled, so the exported source "
-        "would not be the cubin's. Re-tune, or pass --allow-stale-source to export the cubin with the current source",
-        iter, vr.template_name, vr.params, space.source_path(), hash, vr.content_hash));
+        "would not be the cubin's.{} Re-tune, or pass --allow-stale-source to export the cubin with the current source",
+        iter, vr.template_name, vr.params, space.source_path(), hash, vr.content_hash, cubin_verdict));
   for (const auto& opt : compiler.nvrtc_options(request))
     if (opt.rfind("-arch", 0) != 0 && opt.rfind("-I", 0) != 0 && opt.rfind("-D", 0) != 0 &&
         opt.rfind("--ptxas-options", 0) != 0)
       v.nvrtc_options.push_back(opt);
 
   std::string cubin_origin = "db cubin_path";
-  if (!vr.cubin_path.empty() && fs::is_regular_file(vr.cubin_path)) {
+  if (!same_cubin_note.empty()) {
+    v.cubin.assign(recompiled->cubin.begin(), recompiled->cubin.end());
+    cubin_origin = "recompiled from the changed source, byte-identical to the recorded cubin";
+  } else if (!vr.cubin_path.empty() && fs::is_regular_file(vr.cubin_path)) {
     const std::string bytes = read_text(vr.cubin_path, "cubin");
     v.cubin.assign(bytes.begin(), bytes.end());
   } else if (source_matches) {
@@ -128,7 +151,9 @@ ExportVariant load_export_variant(const IterationRecord& it, const VariantRecord
                   {"registers", vr.registers ? nlohmann::json(*vr.registers) : nlohmann::json(nullptr)},
                   {"spill_bytes", vr.spill_bytes ? nlohmann::json(*vr.spill_bytes) : nlohmann::json(nullptr)},
                   {"cubin", cubin_origin},
+                  {"cubin_hash", vr.cubin_hash.empty() ? nlohmann::json(nullptr) : nlohmann::json(vr.cubin_hash)},
                   {"source_matches_cubin", source_matches}};
+  if (!same_cubin_note.empty()) v.provenance["source_note"] = same_cubin_note;
   if (proposal) {
     v.provenance["proposal"] = proposal->id;
     v.provenance["proposal_description"] = proposal->description;

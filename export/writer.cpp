@@ -21,6 +21,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kDispatchModule = "attn_tuner_dispatch.py";
+constexpr const char* kCudaModule = "attn_tuner_cuda.py";
 
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -169,7 +170,8 @@ std::string default_export_template_dir() {
 }
 
 SubmissionTemplates load_submission_templates(const std::string& dir) {
-  return {read_file(fs::path(dir) / "submission_template.py"), read_file(fs::path(dir) / "dispatch_template.py")};
+  return {read_file(fs::path(dir) / "submission_template.py"), read_file(fs::path(dir) / "dispatch_template.py"),
+          read_file(fs::path(dir) / "cuda_template.py")};
 }
 
 std::map<std::string, std::string> render_submission(const ExportPlan& plan, const SubmissionTemplates& templates) {
@@ -192,6 +194,7 @@ std::map<std::string, std::string> render_submission(const ExportPlan& plan, con
   replace_placeholder(dispatch, "dispatch_template.py", "DISPATCH_RULES", python_literal(dispatch_rules(plan), 4, 1));
   check_all_replaced(dispatch, "dispatch_template.py");
   files[kDispatchModule] = std::move(dispatch);
+  files[kCudaModule] = templates.cuda_py;
 
   auto add = [&files](const std::string& path, std::string bytes) {
     if (!files.emplace(path, std::move(bytes)).second)

@@ -2,6 +2,7 @@
 // .py/.json/.toml/.txt/.md files, at most 128 files and 20 MiB unpacked):
 //   submission.py            VARIANT_MANIFEST, setup(), block_sparse_attn_fwd() (export/submission_template.py)
 //   attn_tuner_dispatch.py   the shape -> variant rule, pure Python (export/dispatch_template.py)
+//   attn_tuner_cuda.py       the CUDA driver and NVRTC through ctypes (export/cuda_template.py)
 //   kernels/<v>.cubin.b64.txt  the cubin, base64;  kernels/<v>.cu.txt  its CUDA source (NVRTC fallback)
 //   kernels/<v>.inc.<name>.txt  headers the source includes with #include "name"
 //   (a source or header text that an earlier variant ships is not copied: the entry names that file)
@@ -19,15 +20,16 @@ namespace attn {
 inline constexpr std::uint64_t kMaxSubmissionBytes = 20ull * 1024 * 1024;
 inline constexpr int kMaxSubmissionFiles = 128;
 
-/// The two Python templates; placeholders are identifiers __ATTN_EXPORT_<NAME>__ replaced by literals.
+/// The Python templates; placeholders are identifiers __ATTN_EXPORT_<NAME>__ replaced by literals.
 struct SubmissionTemplates {
   std::string submission_py;  ///< __ATTN_EXPORT_VARIANT_MANIFEST__, __ATTN_EXPORT_VARIANTS__
   std::string dispatch_py;    ///< __ATTN_EXPORT_DEFAULT_VARIANT__, __ATTN_EXPORT_VARIANT_NAMES__, __ATTN_EXPORT_DISPATCH_RULES__
+  std::string cuda_py;        ///< no placeholders: copied as attn_tuner_cuda.py
 };
 
 /// $ATTN_TUNER_EXPORT_TEMPLATES, else the source tree's export/ folder.
 std::string default_export_template_dir();
-/// Reads <dir>/submission_template.py and <dir>/dispatch_template.py. Throws std::invalid_argument
+/// Reads <dir>/submission_template.py, <dir>/dispatch_template.py and <dir>/cuda_template.py. Throws std::invalid_argument
 /// naming a file that cannot be read.
 SubmissionTemplates load_submission_templates(const std::string& dir = default_export_template_dir());
 

@@ -219,6 +219,10 @@ CompiledVariant Compiler::retry_transient(CompiledVariant result, const CompileR
   return result;
 }
 
+std::string cubin_hash(const std::vector<char>& cubin) {
+  return cubin.empty() ? std::string() : hex128(XXH3_128bits(cubin.data(), cubin.size()));
+}
+
 std::vector<std::string> Compiler::nvrtc_options(const CompileRequest& req) const {
   std::vector<std::string> o{"-arch=" + options_.arch, "-std=c++17"};
   for (const auto& d : cuda_include_dirs()) o.push_back("-I" + d);
@@ -282,6 +286,7 @@ CompiledVariant Compiler::compile(const CompileRequest& req) const {
             bytes && bytes->size() == j.at("cubin_bytes").get<std::size_t>()) {
           v.cubin = std::move(*bytes);
           v.cubin_path = cubin_path.string();
+          v.cubin_hash = cubin_hash(v.cubin);
           return v;
         }
       }
@@ -318,6 +323,7 @@ CompiledVariant Compiler::compile(const CompileRequest& req) const {
     if (nvrtcGetCUBINSize(prog, &n) == NVRTC_SUCCESS && n > 0) {
       v.cubin.resize(n);
       nvrtcGetCUBIN(prog, v.cubin.data());
+      v.cubin_hash = cubin_hash(v.cubin);
       v.ok = true;
       v.resources = parse_ptxas_resources(log, req.kernel);
     } else {

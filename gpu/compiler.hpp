@@ -42,6 +42,7 @@ struct CompiledVariant {
   std::vector<char> cubin;      ///< sm_90a cubin (nvrtcGetCUBIN); empty when !ok
   std::string hash;             ///< 32 lowercase hex chars, see Compiler::content_hash
   std::string cubin_path;       ///< <cache>/<hash>.cubin, empty when the cache is off
+  std::string cubin_hash;       ///< cubin_hash(cubin): what export compares a recompiled cubin with; "" when !ok
   double compile_ms = 0;        ///< NVRTC wall time of the compile that produced it (also on a cache hit)
   bool cache_hit = false;
   /// The failure came from the file system, not from the config: the template source or one of its
@@ -57,6 +58,11 @@ struct CompilerOptions {
   bool use_cache = true;
   std::string arch = "sm_90a";  ///< -arch=...; sm_90a enables wgmma / setmaxnreg
 };
+
+/// XXH3-128 of a cubin's bytes as 32 lowercase hex chars, "" for an empty cubin. Two cubins with the same
+/// hash are byte-identical for every practical purpose: export accepts a changed template source when its
+/// recompiled cubin hashes to the one recorded with the variant (docs/export.md).
+std::string cubin_hash(const std::vector<char>& cubin);
 
 /// $ATTN_TUNER_CACHE, else $HOME/.cache/attn-tuner (./.attn-tuner-cache without HOME).
 std::string default_cache_dir();

@@ -101,21 +101,17 @@ __device__ __forceinline__ float fast_exp2(float x) {
   return y;
 }
 
-// D += A(16x16, row) * B(16x8, col), fp32 accumulate.
-__device__ __forceinline__ void mma_bf16(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-__device__ __forceinline__ void mma_f16(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
+// D += A(16x16, row) * B(16x8, col), fp32 accumulate: NAME for 16-bit operands of PTX type TYPE.
+#define ATTN_MMA_M16N8K16(NAME, TYPE)                                                                       \
+  __device__ __forceinline__ void NAME(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) { \
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." TYPE "." TYPE ".f32 {%0,%1,%2,%3}, "             \
+                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"                                                \
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                          \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));                           \
+  }
+ATTN_MMA_M16N8K16(mma_bf16, "bf16")  // Q K^T
+ATTN_MMA_M16N8K16(mma_f16, "f16")    // P V (P and V in fp16: bf16 P fails the tolerance)
+#undef ATTN_MMA_M16N8K16
 
 // Copies `rows` x 128 bf16 from global (row stride 128) into a swizzled tile, 16 bytes per cp.async.
 template <int ROWS>
@@ -147,7 +143,7 @@ extern "C" __device__ int attn_launch_info[4] = {kThreads, kSmemBytes, BLOCK_M, 
 
 extern "C" __global__ void __launch_bounds__(kThreads, MIN_BLOCKS)
 block_sparse_attn_fwd(ATTN_ABI_PARAMS) {
-  extern __shared__ __align__(128) unsigned char smem[];
+  extern __shared__ unsigned char __align__(128) smem[];
   const unsigned smem_base = unsigned(__cvta_generic_to_shared(smem));
   const unsigned q_smem = smem_base;
   const unsigned kv_smem = smem_base + kQBytes;  // stage s: K at s*2*kTileBytes, V after it

@@ -31,7 +31,7 @@
 // slots released apart, the default), V_STAGES (0: derived), L2_PREFETCH (blocks/traits.cuh); ATTN_EXP2_POLY,
 // ATTN_ROWSUM_CHAINS, ATTN_MAX_TREE, ATTN_DESC_ADD32 (hopper_common.cuh); ATTN_UNIFORM_META (blocks/consumer.cuh);
 // ATTN_CONVERT_UNROLL (blocks/producer.cuh); ATTN_TRACE (blocks/trace.cuh, set by `attn-tuner trace`).
-// CONVERTERS 1 and 4 and OVERLAP 2 exist for ablation too (docs/kernels.md, docs/gen2-results.md).
+// CONVERTERS 1 and 4 and OVERLAP 2 exist for ablation too (docs/kernels.md, lab/notebook-gen2.md).
 #include "blocks/consumer.cuh"
 #include "blocks/producer.cuh"
 #include "blocks/traits.cuh"

@@ -82,7 +82,7 @@ __device__ __forceinline__ float fast_exp2(float x) {
 // 2^x on the FMA pipe (measurement switch ATTN_EXP2_POLY, below): x = n + f with n = round(x) (the
 // 1.5 * 2^23 add leaves n in the low mantissa bits of t), 2^f for f in [-1/2, 1/2] by a degree-4 polynomial,
 // and n added to the exponent field. Coefficients: relative-error fit (Lawson iterations) of 2^f on
-// [-1/2, 1/2], max relative error 2.7e-6 in fp32 Horner evaluation (docs/gen2-results.md, 2026-11-24 fourth
+// [-1/2, 1/2], max relative error 2.7e-6 in fp32 Horner evaluation (lab/notebook-gen2.md, 2026-11-24 fourth
 // session). x below -125 gives 2^-125 (not 0: a normal number keeps the exponent add from wrapping);
 // fp16 P rounds it to 0, and a row sum of such terms is below 1e-35 where the epilogue needs l > 0 only
 // for rows that have a key of their own (exp2 = 1 at the row maximum).
@@ -166,7 +166,7 @@ __device__ __forceinline__ void convert_own_v_chunks(unsigned char* tile, int ti
 
 // ATTN_ROWSUM_CHAINS: partial sums per row in softmax_tile (1, 2 or 4; measurement switch, bench --define).
 // Four chains measured slower than one on the H100 (fa3_tma champion, full 221.3 vs 218.1 us, broad 236.4
-// vs 229.6 us: docs/gen2-results.md, 2026-11-23), so one chain is the default.
+// vs 229.6 us: lab/notebook-gen2.md, 2026-11-23), so one chain is the default.
 #ifndef ATTN_ROWSUM_CHAINS
 #define ATTN_ROWSUM_CHAINS 1
 #endif

@@ -30,14 +30,14 @@
 #ifndef WARPGROUPS
 #define WARPGROUPS 2
 #endif
+#ifndef STAGES
+#define STAGES 2
+#endif
 #ifndef BLOCK_N
 #define BLOCK_N 128
 #endif
 #ifndef CTA_ORDER
 #define CTA_ORDER 0
-#endif
-#ifndef STAGES
-#define STAGES 2
 #endif
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 1

@@ -7,7 +7,7 @@
 //   OVERLAP 2   as 1, and carried across work tiles: the last P V of a work tile is issued with the first
 //               Q K^T of the next one, whose softmax runs under it; the epilogue follows (rows of the
 //               challenge's window families have only 2-10 kv tiles, so the drain at every work tile
-//               boundary is a large share of the time: docs/gen2-results.md, ablation).
+//               boundary is a large share of the time: lab/notebook-gen2.md, ablation).
 //   PINGPONG 1  FlashAttention-3's inter-warpgroup ping-pong: the two consumer warpgroups take turns to
 //               issue their GEMMs (named barriers 3 and 4), so one's softmax hides under the other's GEMMs.
 //   RESCALE_SKIP 1  O is rescaled only when some row maximum of the warp moved (alpha != 1); SOFTMAX 1 and 2
@@ -189,21 +189,26 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
       // Without OVERLAP, a tile whose keys all lie above every row of this warpgroup (diagonal block,
       // BLOCK_N < rows) gets no math; the ping-pong turns stay balanced with the other warpgroup.
       const bool skip = !T::kOverlap && kv == q_block && key0 > wg_last_row;
+      // Q K^T with no P V to overlap: issued on this warpgroup's turn and waited for; Q is released after
+      // the work tile's last Q K^T, K at once.
+      auto qk_alone = [&](float (&sc)[kN / 2]) {
+        turns.wait();
+        tr.mark(kTrIssue);
+        issue_qk(sc, s);
+        turns.pass();
+        wgmma_wait<0>();
+        fence_operands(sc);
+        tr.mark(kTrQkDone);
+        if (last) mbar_arrive(pl.q_empty(qb));
+        release_k(s);
+      };
       if (T::kOverlap) {
         // Branch-free wgmma issue (a wgmma under a run-time condition makes ptxas serialise them all,
         // C7520): the first tile is peeled off, and a fully masked tile is computed (P = 0), not skipped.
         float sc[kN / 2], alpha[2];
         unsigned pn[kN / 16][4];
         if (first && !(T::kCarry && pending)) {
-          turns.wait();
-          tr.mark(kTrIssue);
-          issue_qk(sc, s);
-          turns.pass();
-          wgmma_wait<0>();
-          fence_operands(sc);
-          tr.mark(kTrQkDone);
-          if (last) mbar_arrive(pl.q_empty(qb));
-          release_k(s);
+          qk_alone(sc);
           softmax<T, Fold, RescaleSkip>(sc, pa, alpha, row_max, row_sum, kv == q_block, true, q_pos0 + r.my_row0,
                                         kv * T::kBlock + key0, seq_len, lane);
           tr.mark(kTrSoftmax);
@@ -242,15 +247,7 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
       } else {
         if (!skip) {
           float sc[kN / 2], alpha[2];
-          turns.wait();
-          tr.mark(kTrIssue);
-          issue_qk(sc, s);
-          turns.pass();
-          wgmma_wait<0>();
-          fence_operands(sc);
-          tr.mark(kTrQkDone);
-          if (last) mbar_arrive(pl.q_empty(qb));
-          release_k(s);
+          qk_alone(sc);
           const bool moved = softmax<T, Fold, RescaleSkip>(sc, pa, alpha, row_max, row_sum, kv == q_block, first,
                                                            q_pos0 + r.my_row0, kv * T::kBlock + key0, seq_len, lane);
           rescale(alpha, moved);

@@ -108,7 +108,7 @@ __device__ __forceinline__ void produce(const Pipeline<T>& pl, const AttnTmaps& 
     // L2_PREFETCH (measurement switch): the work tile's other K and V tiles start from device memory into L2
     // while its first one loads, so that their TMA loads, issued as ring slots free up, hit L2. Measured 11 %
     // slower on full (2026-11-25): the walk delays the tile's Q load, and the consumers' waits for K did not
-    // shrink, so they are not L2 misses (docs/gen2-results.md).
+    // shrink, so they are not L2 misses (lab/notebook-gen2.md).
     auto prefetch_rest = [&]() {
 #pragma unroll 2
       for (int tt = t + 1; tt < walk.n; ++tt) {

@@ -49,7 +49,7 @@ struct Fa3Traits {
   // V ring slots. VStages 0 (default) derives them: with KV_SPLIT and OVERLAP, STAGES + 1 where shared
   // memory has room (the V tile of a pending P V holds its slot a tile longer, and the V conversion's
   // latency, ~1,400-2,900 cycles per tile in `attn-tuner trace`, gets a tile more of slack), else STAGES.
-  // Measured on full (H100, docs/gen2-results.md): OVERLAP 1 -2.4 % / -0.7 %, OVERLAP 0 +3 % (so not there).
+  // Measured on full (H100, lab/notebook-gen2.md): OVERLAP 1 -2.4 % / -0.7 %, OVERLAP 0 +3 % (so not there).
   static constexpr int kDynBytes = 16384 * Consumers * (QBuffers + (Epilogue ? 1 : 0)) + 2 * Stages * BlockN * 256;
   static constexpr bool kRoomForV = 1024 + kDynBytes + BlockN * 256 + 512 <= 232448 &&
                                     CtasPerSm * (1024 + kDynBytes + BlockN * 256 + 512 + 1024) <= 233472;

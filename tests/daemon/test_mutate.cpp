@@ -11,8 +11,8 @@
 
 #include <gtest/gtest.h>
 
-#include "daemon/proposal_check.hpp"
-#include "daemon/proposal_workdir.hpp"
+#include "proposer/proposal_check.hpp"
+#include "proposer/proposal_workdir.hpp"
 #include "tests/test_support.hpp"
 
 namespace attn {

@@ -17,7 +17,7 @@
 
 #include <gtest/gtest.h>
 
-#include "daemon/proposal_round.hpp"
+#include "proposer/proposal_round.hpp"
 #include "daemon/supervise.hpp"
 #include "db/iters_tsv.hpp"
 #include "db/store.hpp"

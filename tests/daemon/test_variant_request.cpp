@@ -1,9 +1,9 @@
-// resolve_variant (daemon/variant_request.hpp): how `bench` and `trace` read --config and --define, on the
+// resolve_variant (cli/variant_request.hpp): how `bench` and `trace` read --config and --define, on the
 // real fa3_tma space.
 #include <gtest/gtest.h>
 
-#include "daemon/commands.hpp"
-#include "daemon/variant_request.hpp"
+#include "cli/commands.hpp"
+#include "cli/variant_request.hpp"
 
 namespace attn {
 namespace {

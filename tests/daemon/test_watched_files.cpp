@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#include "daemon/watched_files.hpp"
+#include "proposer/watched_files.hpp"
 #include "tests/test_support.hpp"
 
 namespace attn {

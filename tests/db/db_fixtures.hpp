@@ -24,6 +24,10 @@ std::int64_t add_scored_iteration(ExperimentDb& db, std::int64_t run_id, const V
                                   const std::string& description);
 
 /// The columns of `iterations` at schema version 1 (tests/data/db/schema_v1.sql, frozen).
+/// The columns of `variants` in version 1 (version 6 appends cubin_hash).
+inline constexpr const char* kV1VariantColumns =
+    "id, template, params_json, params, content_hash, compile_ok, compile_ms, compile_log, registers, smem_bytes, "
+    "spill_bytes, cubin_path, created_at";
 inline constexpr const char* kV1IterationColumns =
     "id, run_id, variant_id, suite, template, params_json, params, status, failure_kind, geomean_ms, delta_ms, "
     "window_ms, global_ms, retrieval_ms, description, started_at, finished_at, gpu_ms, compile_ms";

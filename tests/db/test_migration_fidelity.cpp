@@ -68,7 +68,7 @@ TEST(MigrationFidelity, VersionOneFileKeepsEveryRowAndReadsAsFullFidelity) {
   const std::string path = make_v1_db();
   std::map<std::string, std::string> before;
   const std::pair<const char*, std::string> tables[] = {
-      {"runs", "*"},          {"variants", "*"},  {"iterations", test::kV1IterationColumns}, {"case_results", "*"},
+      {"runs", "*"},          {"variants", test::kV1VariantColumns},  {"iterations", test::kV1IterationColumns}, {"case_results", "*"},
       {"champions", "*"},     {"champion_history", "*"}};
   {
     auto conn = sqlite::Connection::open(path, sqlite::OpenMode::read_only);

@@ -40,7 +40,7 @@ TEST_F(ExportWriter, HandMadePlanPassesTheHarnessRulesAndRoundTripsCubins) {
   const ExportPlan plan = test::hand_made_plan();
   const std::string out = test::temp_dir("export-writer") + "/sub";
   write_submission_dir(plan, load_submission_templates(), out, false);
-  for (const char* f : {"submission.py", "attn_tuner_dispatch.py", "export_plan.json", "README.md",
+  for (const char* f : {"submission.py", "attn_tuner_dispatch.py", "attn_tuner_cuda.py", "export_plan.json", "README.md",
                         "kernels/fa2_mma_i7.cu.txt", "kernels/fa2_mma_i7.cubin.b64.txt",
                         "kernels/fa2_mma_i9.cubin.b64.txt"})
     EXPECT_TRUE(fs::is_regular_file(out + "/" + f)) << f;
@@ -82,7 +82,7 @@ TEST_F(ExportWriter, SixteenVariantsOfOneTemplateShareItsSourceAndHeaders) {
   }
   plan.variants[15].headers[3].second = "// header 3, edited\n";  // one text differs: its own file
   const auto files = render_submission(plan, load_submission_templates());
-  EXPECT_EQ(files.size(), 4u + 16u + 1u + 10u + 1u);
+  EXPECT_EQ(files.size(), 5u + 16u + 1u + 10u + 1u);  // five: submission, dispatch, cuda, plan, README
   EXPECT_TRUE(files.count("kernels/fa2_mma_i115.inc.blocks_h3.cuh.txt"));
   EXPECT_FALSE(files.count("kernels/fa2_mma_i115.inc.blocks_h2.cuh.txt"));
   const std::string out = test::temp_dir("export-writer") + "/sub";

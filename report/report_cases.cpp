@@ -1,4 +1,4 @@
-#include "daemon/report_cases.hpp"
+#include "report/report_cases.hpp"
 
 #include <algorithm>
 #include <map>

@@ -16,9 +16,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "daemon/commands.hpp"
-#include "daemon/python_runner.hpp"
-#include "daemon/report_cases.hpp"
+#include "cli/commands.hpp"
+#include "report/python_runner.hpp"
+#include "report/report_cases.hpp"
 #include "db/store.hpp"
 
 namespace attn {

@@ -1,4 +1,4 @@
-// The subcommands of `attn-tuner`, one file each (daemon/cmd_<name>.cpp). Each adds itself to the app;
+// The subcommands of `attn-tuner`, one file each (cli/cmd_<name>.cpp). Each adds itself to the app;
 // its callback runs the command and throws attn::CliError (exit code 2, message to stderr) on bad input.
 #pragma once
 #include <stdexcept>

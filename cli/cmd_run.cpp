@@ -8,7 +8,7 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
-#include "daemon/commands.hpp"
+#include "cli/commands.hpp"
 #include "daemon/stale_worker.hpp"
 #include "daemon/storage_checks.hpp"
 #include "daemon/supervise.hpp"

@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "daemon/commands.hpp"
-#include "daemon/variant_request.hpp"
+#include "cli/commands.hpp"
+#include "cli/variant_request.hpp"
 #include "gpu/compiler.hpp"
 #include "gpu/worker_client.hpp"
 #include "tuner/space.hpp"

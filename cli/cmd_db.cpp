@@ -1,18 +1,20 @@
 // `attn-tuner db merge OUT IN...` (one DB from the shards of a Slurm job array, docs/scale-out.md) and
-// `attn-tuner db migrate DB` (bring an older DB to this build's schema version, e.g. before a merge).
+// `attn-tuner db migrate DB` (bring an older DB to this build's schema version, e.g. before a merge) and
+// `attn-tuner db cubin-hashes DB` (record the cubin hashes an older DB lacks: export/cubin_backfill.hpp).
 #include <filesystem>
 
 #include <fmt/format.h>
 
-#include "daemon/commands.hpp"
+#include "cli/commands.hpp"
 #include "daemon/db_merge.hpp"
+#include "export/cubin_backfill.hpp"
 #include "db/schema.hpp"
 #include "db/store.hpp"
 
 namespace attn {
 
 void add_db_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("db", "whole-DB operations: merge the DBs of several daemons, migrate");
+  auto* cmd = app.add_subcommand("db", "whole-DB operations: merge the DBs of several daemons, migrate, record cubin hashes");
   cmd->require_subcommand(1);
 
   auto* merge = cmd->add_subcommand("merge", "merge experiment DBs (e.g. the shards of a Slurm job array) into OUT");
@@ -50,6 +52,29 @@ void add_db_command(CLI::App& app) {
     }
     auto d = ExperimentDb::open(*path);
     fmt::print("{}: schema version {} -> {}\n", *path, before, db::read_schema_version(d.connection()));
+  });
+
+  auto* hashes = cmd->add_subcommand(
+      "cubin-hashes", "record the cubin hash of the variants an export takes (or --all), compiled from today's "
+                      "templates where they still match, so that a later refactor of a template still exports");
+  auto hdb = std::make_shared<std::string>();
+  auto htemplates = std::make_shared<std::string>();
+  auto hall = std::make_shared<bool>(false);
+  hashes->add_option("db", *hdb, "experiment DB (migrated to this schema version first)")->required();
+  hashes->add_option("--templates", *htemplates, "kernel templates folder (default: the source tree's)");
+  hashes->add_flag("--all", *hall, "every variant that compiled, not only those an export takes (slow: NVRTC each)");
+  hashes->callback([hdb, htemplates, hall] {
+    if (!std::filesystem::exists(*hdb)) throw CliError("no experiment DB at " + *hdb);
+    CubinBackfill s;
+    try {
+      auto d = ExperimentDb::open(*hdb);
+      s = backfill_cubin_hashes(d, *htemplates, *hall);
+    } catch (const std::invalid_argument& e) {
+      throw CliError("db cubin-hashes: " + std::string(e.what()));
+    }
+    fmt::print("{}: {} variant(s) considered, {} cubin hash(es) recorded, {} already recorded, {} skipped\n", *hdb,
+               s.considered, s.recorded, s.already, s.skipped.size());
+    for (const auto& why : s.skipped) fmt::print("  skipped {}\n", why);
   });
 }
 

@@ -1,4 +1,4 @@
-#include "daemon/python_runner.hpp"
+#include "report/python_runner.hpp"
 
 #include <sys/wait.h>
 

@@ -11,7 +11,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include "daemon/commands.hpp"
+#include "cli/commands.hpp"
 #include "gpu/worker.hpp"
 #include "tuner/space.hpp"
 

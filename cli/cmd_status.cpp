@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "daemon/commands.hpp"
+#include "cli/commands.hpp"
 #include "daemon/stale_worker.hpp"
 #include "daemon/supervise.hpp"
 #include "db/iters_tsv.hpp"

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "daemon/commands.hpp"
+#include "cli/commands.hpp"
 #include "gpu/compiler.hpp"
 #include "tuner/shard.hpp"
 #include "tuner/space.hpp"

@@ -1,5 +1,5 @@
 // WatchedSet: snapshots of folders, their differences, and putting kept contents back.
-#include "daemon/watched_files.hpp"
+#include "proposer/watched_files.hpp"
 
 #include <sys/stat.h>
 #include <xxhash.h>

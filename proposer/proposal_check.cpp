@@ -1,5 +1,5 @@
 // check_proposal: files, space JSON, NVRTC compile, ABI; install; diff against the parent template.
-#include "daemon/proposal_check.hpp"
+#include "proposer/proposal_check.hpp"
 
 #include <unistd.h>
 
@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "daemon/proposal_workdir.hpp"
+#include "proposer/proposal_workdir.hpp"
 #include "gpu/abi_check.hpp"
 #include "tuner/proposal_template.hpp"
 

@@ -1,5 +1,5 @@
 // run_proposal_round: DB records, working directory, watched set, the proposer process, the checks.
-#include "daemon/proposal_round.hpp"
+#include "proposer/proposal_round.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -8,10 +8,10 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
-#include "daemon/proposal_check.hpp"
-#include "daemon/proposal_workdir.hpp"
-#include "daemon/proposer_process.hpp"
-#include "daemon/watched_files.hpp"
+#include "proposer/proposal_check.hpp"
+#include "proposer/proposal_workdir.hpp"
+#include "proposer/proposer_process.hpp"
+#include "proposer/watched_files.hpp"
 #include "tuner/proposal_template.hpp"
 
 namespace attn {

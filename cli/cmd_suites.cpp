@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "daemon/commands.hpp"
+#include "cli/commands.hpp"
 #include "workload/case_spec.hpp"
 #include "workload/layout.hpp"
 #include "workload/roofline.hpp"

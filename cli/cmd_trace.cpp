@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
-#include "daemon/commands.hpp"
-#include "daemon/variant_request.hpp"
+#include "cli/commands.hpp"
+#include "cli/variant_request.hpp"
 #include "gpu/compiler.hpp"
 #include "gpu/trace_run.hpp"
 #include "workload/case_spec.hpp"

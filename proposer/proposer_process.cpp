@@ -1,6 +1,6 @@
 // run_proposer_command: Boost.Process for the start (new process group, redirections, environment), waitpid
 // for the wait, kill(-pgid) for the group.
-#include "daemon/proposer_process.hpp"
+#include "proposer/proposer_process.hpp"
 
 #include <signal.h>
 #include <sys/wait.h>

@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "daemon/commands.hpp"
+#include "cli/commands.hpp"
 #include "db/store.hpp"
 #include "tuner/replay.hpp"
 

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "daemon/commands.hpp"
+#include "cli/commands.hpp"
 #include "daemon/supervise.hpp"
 
 namespace attn {

@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "daemon/commands.hpp"
+#include "cli/commands.hpp"
 #include "db/store.hpp"
 #include "export/plan_from_db.hpp"
 #include "export/writer.hpp"
@@ -110,6 +110,8 @@ void run_export(const ExportOptions& o) {
                                   v.provenance.value("params", std::string()))
                           .c_str());
     std::printf("    %s\n", holdout_line(v.provenance).c_str());
+    if (v.provenance.contains("source_note"))
+      std::printf("    %s\n", v.provenance["source_note"].get<std::string>().c_str());
   }
   print_buckets(plan.provenance);
 }

@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "daemon/commands.hpp"
+#include "cli/commands.hpp"
 #include "tuner/space.hpp"
 
 namespace attn {

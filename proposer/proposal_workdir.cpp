@@ -1,5 +1,5 @@
 // write_proposal_workdir: the files a proposer reads, and the contract it works under.
-#include "daemon/proposal_workdir.hpp"
+#include "proposer/proposal_workdir.hpp"
 
 #include <filesystem>
 #include <stdexcept>

@@ -4,7 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "daemon/commands.hpp"
+#include "cli/commands.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"attn-tuner: tune block-sparse causal attention forward kernels on the GPU"};

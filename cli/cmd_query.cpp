@@ -22,7 +22,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "daemon/commands.hpp"
+#include "cli/commands.hpp"
 #include "db/iters_tsv.hpp"
 #include "db/store.hpp"
 #include "db/text_table.hpp"

@@ -1,8 +1,8 @@
-#include "daemon/variant_request.hpp"
+#include "cli/variant_request.hpp"
 
 #include <fmt/format.h>
 
-#include "daemon/commands.hpp"
+#include "cli/commands.hpp"
 
 namespace attn {
 

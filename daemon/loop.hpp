@@ -1,0 +1,193 @@
+// The tuning loop's internals, private to daemon/: one class, Loop, whose member functions live in four
+// files by job. tuning_loop.cpp: the run (start, status file, end). loop_slots.cpp: the GPU slots, their
+// workers, and the scheduling of compiled configs onto them. loop_evaluate.cpp: one iteration (compile
+// result, screen, whole suite, champion challenge, held-out check, promotion). loop_resume.cpp: resume from
+// the DB, seeds and fidelity, templates that join the search (proposals).
+#pragma once
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daemon/champion_book.hpp"
+#include "daemon/holdout.hpp"
+#include "daemon/stale_worker.hpp"
+#include "daemon/tuning_loop.hpp"
+#include "db/iters_tsv_writer.hpp"
+#include "db/store.hpp"
+#include "gpu/compiler.hpp"
+#include "tuner/multi_search.hpp"
+#include "workload/case_spec.hpp"
+
+namespace attn::tuning {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+inline double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+/// The worker's answer as the champion rule measures it: score, family medians, wall time, worst spread.
+Measured to_measured(const EvalResponse& r);
+/// One case's result as the DB stores it (timing fields only when timed, diffs only when validated).
+CaseResultRecord to_record(const CaseResult& c);
+/// "N regs[, spills S+L B][, wgmma serialized]": a variant's resources for the iteration's description.
+std::string resources_text(const CompiledVariant& cv);
+/// What the search learns from a finished iteration: the whole-suite score, else the screen score (an
+/// estimate of it, for the strategies' ranking; never a champion), else a failure.
+Outcome outcome_of(const IterationRecord& it);
+
+/// One proposal compiling ahead.
+struct InFlight {
+  TemplateProposal proposal;
+  std::future<CompiledVariant> compiled;
+};
+
+/// One GPU and its isolated worker (docs/scale-out.md). Every field but `worker`'s I/O is guarded by the
+/// loop's lock; only the thread that runs this slot talks to its worker, so no two configs are ever timed on
+/// one GPU at once.
+struct GpuSlot {
+  int slot = 0;                  // position in Loop::slots_ (0 runs on the daemon's main thread)
+  GpuSpec gpu;                   // index and UUID (the UUID from the worker's hello when NVML did not say)
+  std::unique_ptr<WorkerClient> worker;
+  HelloResponse hello;
+  bool ready = false;            // started, hello answered, the tuning cases prepared
+  std::int64_t cases_gen = -1;   // which generation of the tuning cases its worker holds (seed rotation)
+  std::string state = "starting";
+  std::int64_t iterations = 0, restarts = 0;
+  double busy_ms = 0;            // wall time spent evaluating
+  WorkerRecord record;           // its current worker (the <db>.worker file lists every slot's)
+};
+
+/// Runs `f` with `mu` unlocked (the caller holds it) and locks it again, also when `f` throws.
+template <class F>
+auto unlocked(std::mutex& mu, F&& f) {
+  mu.unlock();
+  struct Relock {
+    std::mutex& m;
+    ~Relock() { m.lock(); }
+  } relock{mu};
+  return f();
+}
+
+/// The tuning loop of one `attn-tuner run` (docs/daemon.md): every GPU slot, the compile pool, the search,
+/// the champions and the DB. One object per run; run() returns when the run ends.
+class Loop {
+ public:
+  /// Opens the DB, loads the templates and the suite's cases, checks the options (std::invalid_argument).
+  Loop(const RunOptions& o, StopRequest& stop);
+  /// Resumes the DB, starts the first worker (throws when none starts), logs the run and tunes until a stop
+  /// condition; the run's summary.
+  RunSummary run();
+
+ private:
+  const RunOptions& o_;
+  StopRequest& stop_;
+  ExperimentDb db_;
+  std::string suite_label_, templates_dir_, tsv_path_;
+  ItersTsvWriter tsv_{tsv_path_, [this] { return db_.iterations(); }};  // rebuilt from the DB when needed
+  std::vector<CaseSpec> cases_;
+  Compiler compiler_;
+  CompilePool pool_;
+  std::vector<std::unique_ptr<GpuSlot>> slots_;  // one per GPU; slot 0 runs on the main thread
+  std::mutex mu_;  // the loop's lock (every member; the DB is written by whoever holds it)
+  std::mutex challenge_mu_;  // one champion challenge at a time (A/B/A re-timings, held-out checks)
+  std::mutex records_mu_;  // the worker records (<db>.worker), written when a worker starts
+  std::condition_variable cv_;  // a slot finished an evaluation, or the loop ends
+  int busy_ = 0;  // slots evaluating now
+  std::exception_ptr failure_;  // what ended a slot's thread (rethrown by loop())
+  std::int64_t cases_gen_ = 0;  // generation of cases_ (seed rotation); slots re-prepare lazily
+  GpuSlot* challenge_slot_ = nullptr;  // the GPU of the challenge in progress (re-timing, held-out check)
+  MultiSearch search_;
+  std::map<std::string, std::string> kernels_, sources_;
+  ChampionBook champions_;
+  std::deque<InFlight> inflight_;
+  RunSummary summary_;
+  Clock::time_point started_ = Clock::now();
+  std::map<std::string, std::int64_t> proposal_of_;  // proposed template -> its proposal id
+  std::int64_t proposed_at_ = 0, champion_at_ = 0;  // iterations of this run at the last proposal / promotion
+  double champion_eval_ms_ = 0;  // last evaluation wall time of the overall champion (watchdog)
+  // Where the time goes (ms): NVRTC (sum over compile threads), case building, evaluations, re-timings.
+  double compile_ms_ = 0, prepare_ms_ = 0, eval_ms_ = 0, retime_ms_ = 0, screen_ms_ = 0, holdout_ms_ = 0;
+  // Seeds and fidelity (RunOptions): the root seed of the cases now prepared (none: fixed seeds), the
+  // round of a --rotate-seeds run, the screen of the ladder and the best screen score of this suite.
+  std::optional<std::int64_t> root_seed_;
+  std::int64_t round_ = 0;
+  std::optional<ScreenPlan> screen_;
+  std::optional<double> best_screen_ms_;
+  std::vector<CaseSpec> holdout_cases_;
+  std::unique_ptr<HoldoutChecker> holdout_;
+  std::int64_t screened_out_ = 0, full_evals_ = 0;  // this run
+
+  /// One slot per GPU of --gpus (each worker sees only its GPU: CUDA_VISIBLE_DEVICES), or the single worker
+  /// of a default run (GPU 0, the environment untouched). Each slot records its worker group in <db>.worker.
+  void make_slots();
+  /// Checks the seed and fidelity options against the suite; sets up the screen and the held-out check.
+  void setup_seeds_and_fidelity();
+  /// Prepares `cases` on the worker (started and ready), freeing the device memory of older seeds.
+  /// False (and a fresh worker next time) when the worker could not.
+  bool prepare_suite(GpuSlot& slot, const std::vector<CaseSpec>& cases);
+  /// The slot's worker started and holding the current tuning cases (after a seed rotation or a held-out
+  /// check it prepares them again).
+  void ensure_cases(GpuSlot& slot);
+  /// Kills the slot's worker (it died, hung or faulted); the next use starts a fresh one on the same GPU.
+  void restart_worker(GpuSlot& slot);
+  /// --rotate-seeds: at each round boundary draw the suite's seeds from the round's root seed.
+  void maybe_rotate();
+  /// A contender validated and timed on the held-out cases, on the GPU of the challenge in progress; the
+  /// tuning cases are prepared again after.
+  HoldoutResult eval_holdout(const Contender& c);
+  /// Live progress for `attn-tuner status` (the DB holds the iterations; this holds what is in flight
+  /// and the limits): <db>.status.json, replaced atomically.
+  void write_status(const std::string& current);
+  /// Each GPU's state for `status`: index, UUID, worker pid, what it does, iterations finished on it, its
+  /// rate (configs/hour over the run's wall time), worker restarts, busy time.
+  nlohmann::json gpus_status() const;
+  void say(const std::string& line);
+  /// Restart after a crash or kill: runs and iterations left `running` become interrupted, iters.tsv is
+  /// rebuilt from the DB, and every config already evaluated on this suite is known to the search
+  /// (completed with the space's defaults: TemplateSpace::complete).
+  void resume();
+  /// Starts (or restarts) the slot's worker on its GPU and prepares the tuning cases, unless it is ready.
+  void start_worker(GpuSlot& slot);
+  milliseconds eval_deadline() const;
+  std::optional<std::string> stop_reason() const;
+  void refill();
+  /// Runs slot 0's loop on this thread and every other slot's on a thread of its own (which starts, and so
+  /// owns, that slot's worker); returns when all have ended. `lock` holds mu_.
+  void loop(std::unique_lock<std::mutex>& lock);
+  /// One GPU's share of the loop: take the next compiled proposal, evaluate it on this GPU, repeat. With
+  /// nothing to take while other GPUs still evaluate (their results may open new proposals), it waits.
+  void gpu_loop(GpuSlot& slot, std::unique_lock<std::mutex>& lock);
+  /// Logs one finished iteration: DB (one transaction), iters.tsv, search state, progress line.
+  void finish(IterationRecord& it, const Config& cfg, GpuSlot& slot);
+  /// The SM clock an iteration was timed at: the median of its cases' clocks (the hello's when none said).
+  static void note_sm_clock(IterationRecord& it, const EvalResponse& r);
+  /// A champion's cubin compiled again from its config (a DB resumed on a machine without the cubin: the
+  /// cache is per machine), so that A/B/A can re-time it; "" when it does not compile. Without this, the
+  /// first challenger of a resumed run won on one look (seen 2026-11-24 on the H100, docs/results.md).
+  std::string rebuild_champion(const Contender& c);
+  /// The NVRTC request of `cfg` of template `tname` (its source and kernel as loaded).
+  CompileRequest compile_request(const std::string& tname, const Config& cfg) const;
+  void evaluate(InFlight& job, GpuSlot& slot);
+  /// A proposed template none of whose first configs worked is a broken kernel: no more GPU time for it.
+  void retire_if_broken(const std::string& name, const SearchState& st);
+  /// A template joins the search (a proposal's, accepted now or in an earlier run).
+  void add_template(TemplateSpace space, std::int64_t proposal_id);
+  /// Accepted proposals of earlier runs whose root template this run tunes rejoin the search, from the DB.
+  void load_proposed_templates();
+  /// One call of the proposer hook (daemon/proposal_round.hpp), from the overall champion's template.
+  /// True when a new template joined the search.
+  bool propose();
+  /// A/B/A re-timing of a validated variant: timing only.
+  std::optional<Measured> retime(const Contender& c);
+  void report_throughput();
+};
+
+}  // namespace attn::tuning

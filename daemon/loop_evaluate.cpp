@@ -1,0 +1,355 @@
+// One iteration of the tuning loop (daemon/loop.hpp): the compile result, the ladder's screen, the whole
+// suite, the champion challenge (A/B/A re-timing, held-out check) and promotion, logged to the DB.
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "daemon/loop.hpp"
+#include "db/iters_tsv.hpp"
+#include "tuner/proposal_template.hpp"
+
+namespace attn::tuning {
+
+Measured to_measured(const EvalResponse& r) {
+  Measured m;
+  m.score_ms = r.score_ms;
+  m.family_ms = r.family_median_ms;
+  m.wall_ms = r.wall_ms;
+  for (const auto& c : r.cases) m.rel_spread = std::max(m.rel_spread, c.spread);
+  return m;
+}
+
+CaseResultRecord to_record(const CaseResult& c) {
+  CaseResultRecord r;
+  r.case_id = c.case_id;
+  r.family = c.family;
+  if (c.timed) {
+    r.median_ms = c.median_ms;
+    r.spread = c.spread;
+    r.samples = c.samples;
+    if (c.sm_clock_mhz) r.sm_clock_mhz = c.sm_clock_mhz;
+  }
+  if (c.validated) {
+    r.o_max_abs_diff = c.o_max_abs_diff;
+    r.lse_max_abs_diff = c.lse_max_abs_diff;
+  }
+  r.passed = c.passed;
+  return r;
+}
+
+std::string resources_text(const CompiledVariant& cv) {
+  const auto& r = cv.resources;
+  std::string s = fmt::format("{} regs", r.registers);
+  if (r.spill_stores + r.spill_loads > 0) s += fmt::format(", spills {}+{} B", r.spill_stores, r.spill_loads);
+  if (cv.log.find("C7520") != std::string::npos || cv.log.find("C7512") != std::string::npos ||
+      cv.log.find("serialized") != std::string::npos)
+    s += ", wgmma serialized";
+  return s;
+}
+
+/// What the search learns from a finished iteration: the whole-suite score, else the screen score (an
+/// estimate of it, for the strategies' ranking; never a champion), else a failure.
+Outcome outcome_of(const IterationRecord& it) {
+  if (it.status != IterationStatus::crash) {
+    if (it.geomean_ms) return Outcome::success(it.iter, *it.geomean_ms);
+    if (it.screen_ms) return Outcome::success(it.iter, *it.screen_ms);
+  }
+  return Outcome::failed(it.iter, to_string(it.failure_kind));
+}
+
+HoldoutResult Loop::eval_holdout(const Contender& c) {
+  GpuSlot& slot = *challenge_slot_;
+  HoldoutResult h;
+  const auto t0 = Clock::now();
+  slot.cases_gen = -1;  // its worker holds the held-out cases from now on
+  if (!prepare_suite(slot, holdout_cases_)) {
+    h.failure = "the worker could not build the held-out cases";
+    return h;
+  }
+  const EvalRequest req{c.cubin_path, c.kernel, o_.timing, true, true, {}};
+  const auto deadline = eval_deadline();
+  const EvalResponse r = unlocked(mu_, [&] { return slot.worker->eval(req, deadline); });
+  holdout_ms_ += r.wall_ms > 0 ? r.wall_ms : seconds_since(t0) * 1000;
+  for (const auto& cr : r.cases) h.cases.push_back(to_record(cr));
+  if (r.status.ok() && r.score_ms > 0) {
+    h.ok = true;
+    h.measured = to_measured(r);
+  } else {
+    h.failure = r.status.ok() ? "no score" : r.status.name() + ": " + r.status.message;
+    for (const auto& cr : r.cases)
+      if (cr.validated && !cr.passed) {
+        h.failure = fmt::format("wrong result on {}: o max diff {:.3g}", cr.case_id, cr.o_max_abs_diff);
+        break;
+      }
+    if (!r.status.ok() && r.status.failure != FailureKind::wrong_result && r.status.failure != FailureKind::device_limit)
+      restart_worker(slot);
+  }
+  if (slot.ready) ensure_cases(slot);
+  return h;
+}
+
+void Loop::finish(IterationRecord& it, const Config& cfg, GpuSlot& slot) {
+  SearchState& st = search_.state(it.template_name);  // looked up now: a proposal may have added a template
+  db_.finish_iteration(it);
+  ++slot.iterations;
+  std::string tsv_note;
+  if (tsv_.write(*db_.iteration(it.iter), tsv_note) != ItersTsvWriter::Outcome::appended) spdlog::warn("{}", tsv_note);
+  st.record(cfg, outcome_of(it));
+  if (it.fidelity == Fidelity::screen && it.status == IterationStatus::discard) ++screened_out_;
+  if (it.fidelity == Fidelity::full && it.geomean_ms && it.status != IterationStatus::crash) ++full_evals_;
+  if (it.geomean_ms && it.status != IterationStatus::crash) {
+    const auto champ = st.champion();
+    if (!champ || *it.geomean_ms < champ->score_ms) st.set_champion(cfg);
+  }
+  if (proposal_of_.count(it.template_name)) retire_if_broken(it.template_name, st);
+  ++summary_.iterations;
+  const double rate = summary_.iterations / std::max(1e-9, seconds_since(started_)) * 3600;
+  const auto& best = champions_.overall();
+  const double hours = std::max(1e-9, seconds_since(started_)) / 3600;
+  say(fmt::format("iter {:>4} {:<11} {:>8} ms  best {:>8} ms  {:>5.0f} it/h (screened out {:.0f}/h, full {:.0f}/h)  {} {}  {}",
+                  it.iter, it.fidelity == Fidelity::screen ? "screened" : to_string(it.status),
+                  format_ms(it.geomean_ms ? it.geomean_ms : it.screen_ms),
+                  best ? format_ms(best->measured.score_ms) : "-", rate, screened_out_ / hours, full_evals_ / hours,
+                  it.template_name, it.params, it.description));
+}
+
+void Loop::note_sm_clock(IterationRecord& it, const EvalResponse& r) {
+  std::vector<unsigned> mhz;
+  for (const auto& c : r.cases)
+    if (c.timed && c.sm_clock_mhz) mhz.push_back(c.sm_clock_mhz);
+  if (mhz.empty()) return;
+  std::nth_element(mhz.begin(), mhz.begin() + std::ptrdiff_t(mhz.size() / 2), mhz.end());
+  it.sm_clock_mhz = mhz[mhz.size() / 2];
+}
+
+std::string Loop::rebuild_champion(const Contender& c) {
+  const CompiledVariant cv = compiler_.compile(compile_request(c.template_name, c.config));
+  if (!cv.ok || cv.cubin_path.empty()) {
+    spdlog::warn("champion iter {}: its cubin is missing and compiling it again failed ({}): it cannot be re-timed",
+                 c.iter, compile_error_line(cv.log));
+    return "";
+  }
+  say(fmt::format("champion iter {}: cubin compiled again ({}) for the A/B/A re-timings", c.iter, cv.hash.substr(0, 8)));
+  return cv.cubin_path;
+}
+
+CompileRequest Loop::compile_request(const std::string& tname, const Config& cfg) const {
+  return {sources_.at(tname), kernels_.at(tname), cfg, {}};
+}
+
+void Loop::evaluate(InFlight& job, GpuSlot& slot) {
+  const std::string& tname = job.proposal.template_name;
+  const Config& cfg = job.proposal.proposal.config;
+  IterationRecord it;
+  it.run_id = summary_.run_id;
+  it.suite = suite_label_;
+  it.template_name = tname;
+  it.params_json = config_to_json(cfg);
+  it.description = job.proposal.proposal.move;
+  it.root_seed = root_seed_;
+  if (const auto p = proposal_of_.find(tname); p != proposal_of_.end()) it.proposal_id = p->second;
+  if (db_.has_evaluated(tname, it.params_json, suite_label_)) {  // another daemon on this DB got there first
+    search_.state(tname).record(cfg, Outcome::failed(-1, "evaluated in an earlier run"));
+    return;
+  }
+  it.iter = db_.begin_iteration(it);
+  slot.state = fmt::format("evaluating iter {}", it.iter);
+  write_status(slots_.size() > 1 ? fmt::format("iter {} on GPU {}: {} {}", it.iter, slot.gpu.index, tname, config_to_compact(cfg))
+                                 : fmt::format("iter {}: {} {}", it.iter, tname, config_to_compact(cfg)));
+
+  CompiledVariant cv = unlocked(mu_, [&] { return job.compiled.get(); });
+  // A header that could not be read is the file system's fault, not the config's: compile again a few
+  // times (an editor or a sync rewriting the folder), then stop the run with the reason; the config
+  // stays unevaluated, so a resumed run takes it up.
+  if (!cv.ok && cv.transient)
+    cv = unlocked(mu_, [&] {
+      return compiler_.retry_transient(std::move(cv), compile_request(tname, cfg), [&](int attempt, const auto& last) {
+        spdlog::warn("iter {}: {}; compiling again in {} s ({}/{})", it.iter, compile_error_line(last.log),
+                     Compiler::kTransientWait.count(), attempt, Compiler::kTransientRetries);
+      });
+    });
+  if (!cv.ok && cv.transient)
+    throw std::runtime_error(fmt::format("template {}: {} (after {} retries; restore the file and resume with the "
+                                         "same command)", tname, compile_error_line(cv.log), Compiler::kTransientRetries));
+  if (!cv.cache_hit) compile_ms_ += cv.compile_ms;
+  VariantRecord vr;
+  vr.template_name = tname;
+  vr.params_json = it.params_json;
+  vr.content_hash = cv.hash;
+  vr.compile_ok = cv.ok;
+  vr.compile_ms = cv.compile_ms;
+  vr.compile_log = cv.log;
+  if (cv.resources.registers >= 0) vr.registers = cv.resources.registers;
+  vr.smem_bytes = cv.resources.static_smem;
+  vr.spill_bytes = cv.resources.spill_stores + cv.resources.spill_loads;
+  vr.cubin_path = cv.cubin_path;
+  vr.cubin_hash = cv.cubin_hash;
+  it.variant_id = db_.upsert_variant(vr);
+  db_.set_iteration_variant(it.iter, *it.variant_id);
+  it.compile_ms = cv.cache_hit ? 0.0 : cv.compile_ms;
+  const std::string head = fmt::format("{} [{}]", job.proposal.proposal.move, tname);
+
+  if (!cv.ok) {
+    it.status = IterationStatus::crash;
+    it.failure_kind = FailureKind::compile;
+    it.description = head + "; compile error: " + compile_error_line(cv.log);
+    return finish(it, cfg, slot);
+  }
+  if (cv.cubin_path.empty()) {  // compiled, but the cubin could not be stored (full disk?): not the config's fault
+    it.status = IterationStatus::interrupted;
+    it.failure_kind = FailureKind::interrupted;
+    it.description = head + "; interrupted: the compiled cubin could not be written to the cache";
+    finish(it, cfg, slot);
+    const std::size_t why = cv.log.rfind("(cache write failed: ");
+    throw std::runtime_error(fmt::format("cannot store compiled cubins in the cubin cache{}; the iteration is "
+                                         "interrupted and will be tried again",
+                                         why == std::string::npos ? "" : " " + cv.log.substr(why)));
+  }
+  ensure_cases(slot);  // started, and holding the current cases (the request below is built without unlocking)
+  it.root_seed = root_seed_;
+  it.gpu_index = slot.gpu.index;
+  it.gpu_uuid = slot.gpu.uuid;
+  if (slot.hello.sm_clock_mhz) it.sm_clock_mhz = slot.hello.sm_clock_mhz;
+  slot.state = fmt::format("evaluating iter {}", it.iter);
+  auto t0 = Clock::now();
+  const milliseconds deadline = eval_deadline();
+  std::string screen_note;
+  EvalResponse r;
+  it.gpu_ms = 0.0;
+  if (screen_) {  // the ladder's first rung: the screen cases, few samples
+    const EvalRequest req{cv.cubin_path, kernels_.at(tname), screen_timing(o_.timing, o_.ladder), true, true,
+                          screen_->case_ids};
+    r = unlocked(mu_, [&] { return slot.worker->eval(req, deadline); });
+    note_sm_clock(it, r);
+    const double ms = r.wall_ms > 0 ? r.wall_ms : seconds_since(t0) * 1000;
+    *it.gpu_ms += ms;
+    screen_ms_ += ms;
+    if (r.status.ok() && r.score_ms > 0 && !stop_.abandoning()) {
+      it.screen_ms = r.score_ms;
+      const ScreenVerdict v = judge_screen(r.score_ms, best_screen_ms_, o_.ladder.cutoff);
+      if (!best_screen_ms_ || r.score_ms < *best_screen_ms_) best_screen_ms_ = r.score_ms;
+      const std::string what = fmt::format("screened on {} with {} samples: {:.4f} ms, {}", screen_->describe(),
+                                           o_.ladder.screen_max_samples, r.score_ms, v.reason);
+      if (!v.promote) {
+        it.status = IterationStatus::discard;
+        it.fidelity = Fidelity::screen;
+        for (const auto& c : r.cases) it.cases.push_back(to_record(c));
+        it.description = fmt::format("{}; {}: not evaluated in full; {}", head, what, resources_text(cv));
+        return finish(it, cfg, slot);
+      }
+      screen_note = what + ": evaluated in full; ";
+    }
+  }
+  // The whole suite: without the ladder, or for a contender of the screen (a failure there ends here).
+  it.fidelity = screen_ && !it.screen_ms ? Fidelity::screen : Fidelity::full;
+  if (it.fidelity == Fidelity::full) {
+    t0 = Clock::now();
+    const EvalRequest req{cv.cubin_path, kernels_.at(tname), o_.timing, true, true};
+    r = unlocked(mu_, [&] { return slot.worker->eval(req, deadline); });
+    note_sm_clock(it, r);
+    const double ms = r.wall_ms > 0 ? r.wall_ms : seconds_since(t0) * 1000;
+    *it.gpu_ms += ms;
+    eval_ms_ += ms;
+  }
+  for (const auto& c : r.cases) it.cases.push_back(to_record(c));
+
+  if (stop_.abandoning()) {
+    it.status = IterationStatus::interrupted;
+    it.failure_kind = FailureKind::interrupted;
+    it.description = head + "; interrupted: stop requested twice, evaluation abandoned";
+    it.cases.clear();
+    slot.ready = false;
+    return finish(it, cfg, slot);
+  }
+  if (!r.status.ok()) {
+    it.status = IterationStatus::crash;
+    it.failure_kind = r.status.rejected ? FailureKind::worker_died : r.status.failure;
+    std::string what = r.status.message;
+    if (r.status.failure == FailureKind::wrong_result) {
+      for (const auto& c : r.cases)
+        if (c.validated && !c.passed) {
+          what = fmt::format("wrong result on {}: o max diff {:.3g}, lse max diff {:.3g}", c.case_id,
+                             c.o_max_abs_diff, c.lse_max_abs_diff);
+          break;
+        }
+    } else if (r.status.failure == FailureKind::hang) {
+      what = fmt::format("no answer within {:.1f} s, worker killed", deadline.count() / 1000.0);
+    }
+    it.description = fmt::format("{}; {}{}: {}; {}", head, screen_note, r.status.name(), what, resources_text(cv));
+    if (r.status.failure == FailureKind::fault || r.status.failure == FailureKind::hang ||
+        r.status.failure == FailureKind::worker_died || r.status.rejected) {
+      restart_worker(slot);  // a fresh worker on this GPU for its next iteration; the other GPUs go on
+    }
+    return finish(it, cfg, slot);
+  }
+
+  Contender challenger{it.iter, tname, cfg, cv.cubin_path, kernels_.at(tname), to_measured(r)};
+  it.geomean_ms = challenger.measured.score_ms;
+  const auto fam = [&](Family f) -> std::optional<double> {
+    const auto x = r.family_median_ms.find(f);
+    return x == r.family_median_ms.end() ? std::nullopt : std::optional<double>(x->second);
+  };
+  it.window_ms = fam(Family::sliding_window);
+  it.global_ms = fam(Family::sliding_window_global);
+  it.retrieval_ms = fam(Family::sliding_window_retrieval);
+
+  // A plain discard (not faster than any champion on the first look) needs no GPU and no wait. Otherwise
+  // one challenge at a time, on this GPU: the A/B/A re-timings and held-out checks of the champion and the
+  // challenger all come from the challenger's GPU. (Lock order: challenge_mu_, then mu_.)
+  std::unique_lock challenge_lock(challenge_mu_, std::defer_lock);
+  std::optional<ChallengeResult> plain = champions_.plain_discard(challenger);
+  if (!plain) {
+    unlocked(mu_, [&] { challenge_lock.lock(); });
+    plain = champions_.plain_discard(challenger);  // the champions may have changed meanwhile
+  }
+  if (const auto& inc = champions_.overall()) it.delta_ms = challenger.measured.score_ms - inc->measured.score_ms;
+  ChallengeResult cr;
+  if (plain) {
+    cr = *plain;
+  } else {
+    challenge_slot_ = &slot;
+    slot.state = fmt::format("challenge: iter {}", it.iter);
+    if (holdout_) holdout_->begin_challenge();
+    const auto gate = [this](int scope, const Contender& ch, const Contender* inc) { return holdout_->gate(scope, ch, inc); };
+    cr = champions_.challenge(challenger, [this](const Contender& c) { return retime(c); },
+                              holdout_ ? PromotionGate(gate) : PromotionGate());
+    challenge_slot_ = nullptr;
+  }
+  for (auto& p : cr.promotions) {  // which GPU the A/B/A re-timing ran on
+    auto j = nlohmann::json::parse(p.aba_json);
+    j["gpu_index"] = slot.gpu.index;
+    if (!slot.gpu.uuid.empty()) j["gpu_uuid"] = slot.gpu.uuid;
+    p.aba_json = j.dump();
+  }
+  const double retimed_ms = plain ? 0.0 : champions_.last_retime_ms();
+  retime_ms_ += retimed_ms;
+  *it.gpu_ms += retimed_ms;
+  it.status = cr.kept() ? IterationStatus::keep : IterationStatus::discard;
+  it.description = fmt::format("{}; {}{}; {}", head, screen_note, cr.summary.empty() ? "not faster" : cr.summary,
+                               resources_text(cv));
+  finish(it, cfg, slot);
+  for (const auto& p : cr.promotions) {
+    db_.set_champion({suite_label_, p.scope, it.iter, p.score_ms, ""}, p.aba_json);
+    if (p.scope == ChampionScope::overall) champion_eval_ms_ = r.wall_ms;
+    if (p.scope == ChampionScope::overall) champion_at_ = summary_.iterations;
+  }
+}
+
+std::optional<Measured> Loop::retime(const Contender& c) {
+  GpuSlot& slot = *challenge_slot_;
+  ensure_cases(slot);
+  const EvalRequest req{c.cubin_path, c.kernel, o_.timing, false, true};
+  const auto deadline = eval_deadline();
+  const EvalResponse r = unlocked(mu_, [&] { return slot.worker->eval(req, deadline); });
+  if (!r.status.ok() || !(r.score_ms > 0)) {
+    if (!r.status.ok() && !r.status.rejected && r.status.failure != FailureKind::device_limit) restart_worker(slot);
+    spdlog::warn("re-timing iter {} failed: {} {}", c.iter, r.status.name(), r.status.message);
+    return std::nullopt;
+  }
+  if (const auto& inc = champions_.overall(); inc && inc->iter == c.iter) champion_eval_ms_ = r.wall_ms;
+  return to_measured(r);
+}
+
+}  // namespace attn::tuning

@@ -1,0 +1,131 @@
+// Where the tuning loop starts from (daemon/loop.hpp): a resumed DB (interrupted rows, configs already
+// evaluated, champions), the seeds and fidelity of the run, and templates that join the search: proposals
+// of earlier runs and of the proposer hook.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "daemon/loop.hpp"
+#include "db/iters_tsv.hpp"
+#include "tuner/proposal_template.hpp"
+
+namespace attn::tuning {
+
+void Loop::setup_seeds_and_fidelity() {
+  const bool seeded = o_.manifest.empty() && suite_has_root_seed(o_.suite);
+  if (o_.rotate_seeds && !seeded)
+    throw std::invalid_argument(fmt::format(
+        "--rotate-seeds needs a suite whose case seeds come from a root seed (quick, full, broad), not {}",
+        suite_label_));
+  if (o_.round_configs <= 0) throw std::invalid_argument("--round must be a positive number of configs");
+  if (!(o_.ladder.cutoff >= 0)) throw std::invalid_argument("--screen-cutoff must be >= 0");
+  if (seeded) root_seed_ = o_.root_seed;
+  if (seeded && o_.holdout) {
+    if (o_.root_seed == o_.holdout_seed)
+      throw std::invalid_argument(fmt::format(
+          "--root-seed {} is the held-out seed: tuning never uses it (pick another, or --holdout-seed)", o_.root_seed));
+    holdout_cases_ = builtin_suite(o_.suite, o_.holdout_seed);
+    holdout_ = std::make_unique<HoldoutChecker>(db_, suite_label_, o_.holdout_seed,
+                                                [this](const Contender& c) { return eval_holdout(c); });
+  }
+  if (o_.fidelity == FidelityMode::ladder) {
+    screen_ = plan_screen(cases_);
+    if (screen_->whole_suite()) screen_.reset();  // one case per family: a screen would only repeat the suite
+  }
+}
+
+void Loop::resume() {
+  db_.mark_interrupted_proposals();
+  const auto runs = db_.mark_interrupted_runs();
+  const auto its = db_.mark_interrupted_iterations();
+  if (!runs.empty() || !its.empty())
+    say(fmt::format("resumed: {} run(s) and {} iteration(s) left running were marked interrupted", runs.size(),
+                    its.size()));
+  tsv_.rebuild();
+  std::size_t known = 0;
+  IterationQuery q;
+  q.suite = suite_label_;
+  q.statuses = {IterationStatus::keep, IterationStatus::discard, IterationStatus::crash};
+  for (const auto& it : db_.iterations(q)) {
+    if (!kernels_.count(it.template_name)) continue;
+    // A row recorded before a parameter was added to the template is its config at that parameter's
+    // default (the source's #ifndef): completed, it counts as evaluated in the current space.
+    SearchState& st = search_.state(it.template_name);
+    st.record(st.space().complete(config_from_json(it.params_json)), outcome_of(it));
+    if (it.screen_ms && (!best_screen_ms_ || *it.screen_ms < *best_screen_ms_)) best_screen_ms_ = it.screen_ms;
+    ++known;
+  }
+  for (const auto& name : search_.template_names()) {  // champion: the best whole-suite score
+    auto& st = search_.state(name);
+    for (const auto& [c, outcome] : st.ranked()) {
+      const auto row = db_.iteration(outcome.iter);
+      if (row && row->geomean_ms) {
+        st.set_champion(c);
+        break;
+      }
+    }
+  }
+  champions_.load(
+      db_, suite_label_,
+      [this](const std::string& t) -> std::optional<std::string> {
+        const auto it = kernels_.find(t);
+        return it == kernels_.end() ? std::nullopt : std::optional<std::string>(it->second);
+      },
+      [this](const Contender& c) { return rebuild_champion(c); });
+  if (known) say(fmt::format("history: {} config(s) already evaluated on {} are skipped", known, suite_label_));
+}
+
+void Loop::retire_if_broken(const std::string& name, const SearchState& st) {
+  if (search_.retired(name) || !st.ranked().empty()) return;
+  std::size_t crashes = 0;
+  for (const auto& [c, outcome] : st.results()) crashes += outcome.ok() ? 0 : 1;
+  if (crashes < o_.proposer.retire_after_crashes) return;
+  search_.retire(name);
+  say(fmt::format("template {} (proposal {}) retired from the search: its first {} configs all crashed", name,
+                  proposal_of_.at(name), crashes));
+}
+
+void Loop::add_template(TemplateSpace space, std::int64_t proposal_id) {
+  const std::string name = space.name();
+  if (o_.shard) space.restrict_to_shard(o_.shard->index, o_.shard->count);
+  kernels_[name] = space.kernel();
+  sources_[name] = space.source_path();
+  proposal_of_[name] = proposal_id;
+  search_.add(std::move(space), make_strategy(o_.strategy, o_.seed));
+}
+
+void Loop::load_proposed_templates() {
+  for (const auto& p : db_.proposals()) {
+    if (p.status != ProposalStatus::accepted || !kernels_.count(proposal_root_template(p.template_name))) continue;
+    try {
+      const auto dir = fmt::format("{}/{}/template", proposals_dir_for(o_.db_path), p.id);
+      add_template(TemplateSpace::load(write_proposal_template(p, dir)), p.id);
+    } catch (const std::exception& e) {
+      spdlog::warn("proposal {} ({}) cannot rejoin the search: {}", p.id, p.template_name, e.what());
+    }
+  }
+}
+
+bool Loop::propose() {
+  proposed_at_ = summary_.iterations;
+  const auto& champ = champions_.overall();
+  if (!champ || !kernels_.count(champ->template_name)) return false;  // nothing to start from yet
+  for (auto& f : inflight_) f.compiled.wait();  // no compile writes to the watched folders meanwhile
+  write_status(fmt::format("proposer: {}", o_.proposer.command));
+  std::vector<std::string> template_dirs{templates_dir_};
+  if (default_templates_dir() != templates_dir_) template_dirs.push_back(default_templates_dir());
+  auto r = run_proposal_round(o_.proposer,
+                              {summary_.run_id, suite_label_, &search_.state(champ->template_name).space(),
+                               champ->iter, o_.db_path, template_dirs},
+                              db_, compiler_, [this] { return stop_.stopping(); });
+  if (r.crash_iter) {
+    append_row(tsv_path_, *db_.iteration(*r.crash_iter));
+    ++summary_.iterations;
+  }
+  proposed_at_ = summary_.iterations;  // its own crash iteration does not count towards the next call
+  say(r.crash_iter ? fmt::format("iter {:>4} crash       {}", *r.crash_iter, r.summary) : r.summary);
+  if (!r.accepted) return false;
+  add_template(std::move(*r.accepted), r.proposal_id);
+  return true;
+}
+
+}  // namespace attn::tuning

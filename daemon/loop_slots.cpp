@@ -1,0 +1,216 @@
+// The GPU slots of the tuning loop (daemon/loop.hpp): one isolated worker per GPU, its cases, restarts,
+// the watchdog's deadline, the stop conditions, and the scheduling of compiled configs onto idle slots.
+#include <algorithm>
+#include <thread>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "daemon/gpu_set.hpp"
+#include "daemon/loop.hpp"
+#include "daemon/seed_rounds.hpp"
+#include "daemon/stale_worker.hpp"
+
+namespace attn::tuning {
+
+void Loop::make_slots() {
+  const WorkerCommand base = o_.worker ? *o_.worker : default_worker_command();
+  const std::vector<GpuSpec> gpus = o_.gpus.empty() ? std::vector<GpuSpec>{GpuSpec{}} : o_.gpus;
+  if (gpus.size() > std::size_t(StopRequest::kMaxExtraWorkers) + 1)
+    throw std::invalid_argument(fmt::format("--gpus: at most {} GPUs", StopRequest::kMaxExtraWorkers + 1));
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    auto slot = std::make_unique<GpuSlot>();
+    slot->slot = int(i);
+    slot->gpu = gpus[i];
+    WorkerCommand cmd = base;
+    if (!o_.gpus.empty()) cmd.env = worker_env_for(gpus[i]);  // the worker's only device is ordinal 0
+    slot->worker = std::make_unique<WorkerClient>(std::move(cmd));
+    GpuSlot* raw = slot.get();
+    // Runs in the slot's thread without the loop's lock: so that a later daemon can kill a worker that
+    // outlives this one, and a second Ctrl-C kills every worker.
+    raw->worker->on_start([this, raw](pid_t pid) {
+      (raw->slot == 0 ? stop_.worker_pid : stop_.extra_worker_pids[std::size_t(raw->slot - 1)]) = pid;
+      std::lock_guard lock(records_mu_);
+      raw->record = make_worker_record(pid, raw->worker->command().exe);
+      bool ok = true;
+      if (slots_.size() == 1) {
+        ok = save_worker_record(o_.db_path, raw->record);
+      } else {
+        std::vector<WorkerRecord> all;
+        for (const auto& s : slots_)
+          if (s->record.pgid > 0) all.push_back(s->record);
+        ok = save_worker_records(o_.db_path, all);
+      }
+      if (!ok) spdlog::warn("cannot write {}", worker_record_file_for(o_.db_path));
+    });
+    slots_.push_back(std::move(slot));
+  }
+}
+
+bool Loop::prepare_suite(GpuSlot& slot, const std::vector<CaseSpec>& cases) {
+  start_worker(slot);
+  slot.state = "preparing cases";
+  const auto timeout = milliseconds(std::int64_t(o_.prepare_timeout_s * 1000));
+  const auto prep = unlocked(mu_, [&] { return slot.worker->prepare(cases, timeout, true); });
+  prepare_ms_ += prep.ms;
+  if (prep.status.ok()) return true;
+  spdlog::warn("GPU {}: preparing {} cases failed: {} {}", slot.gpu.index, cases.size(), prep.status.name(),
+               prep.status.message);
+  restart_worker(slot);
+  return false;
+}
+
+void Loop::ensure_cases(GpuSlot& slot) {
+  start_worker(slot);
+  while (slot.cases_gen != cases_gen_) {
+    const std::vector<CaseSpec> cases = cases_;
+    const std::int64_t gen = cases_gen_;
+    if (prepare_suite(slot, cases))
+      slot.cases_gen = gen;
+    else
+      start_worker(slot);
+  }
+}
+
+void Loop::restart_worker(GpuSlot& slot) {
+  slot.ready = false;
+  slot.state = "restarting";
+  unlocked(mu_, [&] { slot.worker->restart(); });
+}
+
+void Loop::maybe_rotate() {
+  if (!o_.rotate_seeds) return;
+  const std::int64_t round = summary_.iterations / o_.round_configs;
+  if (round == round_) return;
+  round_ = round;
+  root_seed_ = round_root_seed(o_.root_seed, summary_.run_id, round_, o_.holdout_seed);
+  cases_ = builtin_suite(o_.suite, *root_seed_);
+  ++cases_gen_;  // every slot prepares the new cases before its next evaluation
+  if (screen_) screen_ = plan_screen(cases_);
+  say(fmt::format("round {}: the suite's cases now come from root seed {}", round_, *root_seed_));
+}
+
+void Loop::start_worker(GpuSlot& slot) {
+  if (slot.ready) return;
+  const std::string gpu = slots_.size() > 1 ? fmt::format(" of GPU {}", slot.gpu.index) : "";
+  if (slot.worker->starts() > 0) {
+    unlocked(mu_, [&] { slot.worker->restart(); });
+    ++slot.restarts;
+  }
+  slot.state = "starting";
+  const HelloResponse hello = unlocked(mu_, [&] { return slot.worker->hello(milliseconds(60'000)); });
+  if (!hello.status.ok()) throw std::runtime_error("the GPU worker" + gpu + " did not start: " + hello.status.message);
+  slot.hello = hello;
+  if (slot.gpu.uuid.empty()) slot.gpu.uuid = hello.uuid;
+  const std::vector<CaseSpec> cases = cases_;
+  const std::int64_t gen = cases_gen_;
+  const auto timeout = milliseconds(std::int64_t(o_.prepare_timeout_s * 1000));
+  const auto prep = unlocked(mu_, [&] { return slot.worker->prepare(cases, timeout); });
+  if (!prep.status.ok())
+    throw std::runtime_error("the GPU worker" + gpu + " could not build the suite's cases: " + prep.status.name() +
+                             ": " + prep.status.message);
+  prepare_ms_ += prep.ms;
+  slot.cases_gen = gen;
+  slot.ready = true;
+  slot.state = "idle";
+}
+
+milliseconds Loop::eval_deadline() const {
+  double s = o_.watchdog_cap_s;
+  if (champion_eval_ms_ > 0)
+    s = std::min(std::max(o_.watchdog_factor * champion_eval_ms_ / 1000.0, o_.watchdog_min_s), o_.watchdog_cap_s);
+  return milliseconds(std::int64_t(s * 1000));
+}
+
+std::optional<std::string> Loop::stop_reason() const {
+  if (!summary_.stop_reason.empty()) return summary_.stop_reason;  // another GPU's loop ended the run
+  if (failure_) return std::string("a GPU's loop failed");
+  if (stop_.stopping()) return std::string("stopped on request");
+  if (o_.budget_s && seconds_since(started_) >= *o_.budget_s)
+    return fmt::format("budget of {:.0f} s used up", *o_.budget_s);
+  if (o_.max_iterations && summary_.iterations + busy_ >= *o_.max_iterations)  // counting those in flight
+    return fmt::format("iteration limit {} reached", *o_.max_iterations);
+  return std::nullopt;
+}
+
+void Loop::refill() {
+  const std::size_t depth = std::max<std::size_t>(2, pool_.threads());
+  while (inflight_.size() < depth) {
+    auto p = search_.next();
+    if (!p) return;
+    search_.state(p->template_name).mark_pending(p->proposal.config);
+    inflight_.push_back({*p, pool_.submit(compile_request(p->template_name, p->proposal.config))});
+  }
+}
+
+void Loop::loop(std::unique_lock<std::mutex>& lock) {
+  std::vector<std::thread> threads;
+  for (std::size_t i = 1; i < slots_.size(); ++i)
+    threads.emplace_back([this, i] {
+      std::unique_lock slot_lock(mu_);
+      GpuSlot& slot = *slots_[i];
+      try {
+        gpu_loop(slot, slot_lock);
+      } catch (...) {
+        if (!failure_) failure_ = std::current_exception();
+      }
+      cv_.notify_all();
+      slot.state = "stopped";
+      slot.ready = false;
+      // Its worker dies with this thread (PR_SET_PDEATHSIG); end it cleanly first.
+      unlocked(mu_, [&] { slot.worker->restart(); });
+    });
+  try {
+    gpu_loop(*slots_[0], lock);
+  } catch (...) {
+    if (!failure_) failure_ = std::current_exception();
+  }
+  cv_.notify_all();
+  unlocked(mu_, [&] {
+    for (auto& t : threads) t.join();
+  });
+  if (failure_) std::rethrow_exception(failure_);
+}
+
+void Loop::gpu_loop(GpuSlot& slot, std::unique_lock<std::mutex>& lock) {
+  for (;;) {
+    if (auto why = stop_reason()) {
+      if (summary_.stop_reason.empty() && !failure_) summary_.stop_reason = *why;
+      return;
+    }
+    maybe_rotate();
+    if (o_.proposer.due(summary_.iterations, summary_.iterations - champion_at_, proposed_at_)) propose();
+    refill();
+    if (inflight_.empty() && busy_ == 0 && o_.proposer.enabled() && !stop_reason() && propose()) continue;
+    if (inflight_.empty()) {
+      if (busy_ > 0) {
+        slot.state = "idle";
+        cv_.wait(lock);
+        continue;
+      }
+      std::size_t total = 0;
+      for (const auto& n : search_.template_names()) total += search_.state(n).valid_configs().size();
+      if (summary_.stop_reason.empty())
+        summary_.stop_reason = fmt::format("search space exhausted: all {} valid configs evaluated", total);
+      cv_.notify_all();
+      return;
+    }
+    InFlight job = std::move(inflight_.front());
+    inflight_.pop_front();
+    ++busy_;
+    struct Done {  // also when evaluate throws
+      Loop& loop;
+      GpuSlot& slot;
+      Clock::time_point t0 = Clock::now();
+      ~Done() {
+        --loop.busy_;
+        slot.busy_ms += seconds_since(t0) * 1000;
+        slot.state = "idle";
+        loop.cv_.notify_all();
+      }
+    } done{*this, slot};
+    evaluate(job, slot);
+  }
+}
+
+}  // namespace attn::tuning
