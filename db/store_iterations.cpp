@@ -1,5 +1,6 @@
 // ExperimentDb: iterations and their case results.
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -148,6 +149,10 @@ void ExperimentDb::finish_iteration(const IterationRecord& it) {
   auto ins = conn_.prepare(
       "INSERT INTO case_results (iteration_id, case_id, family, median_ms, spread, samples, sm_clock_mhz, "
       "o_max_abs_diff, lse_max_abs_diff, passed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  // A max diff is inf where a pair had exactly one finite member (a NaN left in o or lse: an unwritten
+  // element, as the poison shows it); the DB refuses non-finite numbers, so it is stored as NULL (the
+  // iteration's description gives the inf).
+  auto finite = [](const std::optional<double>& x) { return x && std::isfinite(*x) ? x : std::nullopt; };
   for (const auto& c : it.cases) {
     ins.reset();
     ins.bind(1, it.iter)
@@ -157,8 +162,8 @@ void ExperimentDb::finish_iteration(const IterationRecord& it) {
         .bind(5, c.spread)
         .bind(6, c.samples)
         .bind(7, c.sm_clock_mhz)
-        .bind(8, c.o_max_abs_diff)
-        .bind(9, c.lse_max_abs_diff)
+        .bind(8, finite(c.o_max_abs_diff))
+        .bind(9, finite(c.lse_max_abs_diff))
         .bind(10, c.passed);
     try {
       ins.run();

@@ -3,6 +3,8 @@
 // with every row, id and the iter counter kept.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "db/schema.hpp"
 #include "db/store.hpp"
 #include "tests/db/db_fixtures.hpp"
@@ -42,6 +44,35 @@ TEST(VerificationKinds, AFreshFileStoresThem) {
   // The CHECK still refuses a name that is not a kind.
   EXPECT_THROW(db.connection().exec("UPDATE iterations SET failure_kind = 'cheat' WHERE id = " + std::to_string(a)),
                sqlite::Error);
+}
+
+TEST(VerificationKinds, AnInfiniteMaxDiffIsStoredAsNull) {
+  // A kernel that leaves elements unwritten fails with o diff inf (the NaN poison against a finite
+  // reference): the iteration is stored, its diffs NULL, instead of the DB refusing the row and the run.
+  auto db = ExperimentDb::open(test::temp_dir("db-kinds") + "/inf.db");
+  const auto run_id = db.begin_run(test::sample_run("quick"));
+  IterationRecord it;
+  it.run_id = run_id;
+  it.suite = "quick";
+  it.template_name = "sampled_rows";
+  it.params_json = "{}";
+  it.iter = db.begin_iteration(it);
+  it.status = IterationStatus::crash;
+  it.failure_kind = FailureKind::wrong_result;
+  it.description = "wrong result on quick-window-1: o max diff inf, lse max diff inf";
+  CaseResultRecord c;
+  c.case_id = "quick-window-1";
+  c.family = Family::sliding_window;
+  c.o_max_abs_diff = std::numeric_limits<double>::infinity();
+  c.lse_max_abs_diff = 0.5;
+  c.passed = false;
+  it.cases = {c};
+  db.finish_iteration(it);
+  const auto back = db.iteration(it.iter);
+  ASSERT_EQ(back->cases.size(), 1u);
+  EXPECT_FALSE(back->cases[0].o_max_abs_diff);
+  EXPECT_EQ(back->cases[0].lse_max_abs_diff, 0.5);
+  EXPECT_EQ(back->status, IterationStatus::crash);
 }
 
 TEST(VerificationKinds, VersionFourFileIsRebuiltWithEveryRow) {
