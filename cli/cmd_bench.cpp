@@ -27,6 +27,7 @@ struct BenchOptions {
   std::int64_t root_seed = 0;
   bool json = false;
   bool validate = true;  ///< false: time only (ablation builds whose outputs are knowingly wrong)
+  bool check_floor = true, check_fresh = true;  ///< the verification (docs/verification.md), with validate
   int device = 0;
   double tflops = 989, tbps = 3.35;  // H100 SXM datasheet (roofline.hpp Ceilings)
   double eval_deadline_s = 600, prepare_deadline_s = 900;
@@ -69,7 +70,7 @@ void run_bench(const BenchOptions& o) {
   const PrepareResponse prep =
       client.prepare(suite, std::chrono::milliseconds(std::int64_t(o.prepare_deadline_s * 1000)));
   if (!prep.status.ok()) throw std::runtime_error(fmt::format("bench: prepare: {} ({})", prep.status.name(), prep.status.message));
-  EvalRequest req{v.cubin_path, space.kernel(), o.timing, o.validate, true, {}};
+  EvalRequest req{v.cubin_path, space.kernel(), o.timing, o.validate, true, {}, o.check_floor, o.check_fresh};
   const EvalResponse r = client.eval(req, std::chrono::milliseconds(std::int64_t(o.eval_deadline_s * 1000)));
 
   const Ceilings ceil{o.tflops * 1e12, o.tbps * 1e12};
@@ -125,6 +126,13 @@ void run_bench(const BenchOptions& o) {
                  t ? fmt::format("{:.1f}", floors[i] / s * 100) : "-", c.spread * 100, c.samples,
                  c.o_max_abs_diff, c.lse_max_abs_diff, c.validated ? (c.passed ? "yes" : "NO") : "-");
     }
+    // The verification's figures (docs/verification.md): the fresh launch per case, where it ran.
+    std::string fresh;
+    for (std::size_t i = 0; i < r.cases.size(); ++i)
+      if (r.cases[i].fresh_ms > 0)
+        fresh += fmt::format("{}{} {:.2f} us (o diff {:.3g})", fresh.empty() ? "" : ", ", r.cases[i].case_id,
+                             r.cases[i].fresh_ms * 1e3, r.cases[i].fresh_o_max_abs_diff);
+    if (!fresh.empty()) fmt::print("launch on fresh inputs in the same buffers: {}\n", fresh);
     if (std::isfinite(r.score_ms))
       fmt::print("score {:.2f} us (geomean of family medians: {}); floor score {:.2f} us ({}); {:.2f}x the floor\n",
                  r.score_ms * 1e3, family_medians_text(r.family_median_ms, 1e3), floor_score.geomean * 1e6,
@@ -152,6 +160,12 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--no-validate{false}", o->validate,
                 "time without checking the outputs (ablation builds that remove work on purpose, e.g. fa3_tma's "
                 "ABLATE_* switches); the pass column then reads '-'");
+  cmd->add_flag("--no-floor-check{false}", o->check_floor,
+                "do not fail a case timed below 0.9 x its roofline floor at the GPU's ceilings (below_floor; "
+                "docs/verification.md)");
+  cmd->add_flag("--no-fresh-check{false}", o->check_fresh,
+                "do not launch once more on each case's hidden check inputs in the same buffers (inconsistent; "
+                "docs/verification.md)");
   cmd->add_option("--templates", o->templates_dir, "templates folder");
   cmd->add_option("--cache", o->cache_dir, "compile cache folder");
   cmd->add_option("--device", o->device, "CUDA device ordinal")->check(CLI::NonNegativeNumber);

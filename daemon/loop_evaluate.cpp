@@ -83,7 +83,8 @@ HoldoutResult Loop::eval_holdout(const Contender& c) {
         h.failure = fmt::format("wrong result on {}: o max diff {:.3g}", cr.case_id, cr.o_max_abs_diff);
         break;
       }
-    if (!r.status.ok() && r.status.failure != FailureKind::wrong_result && r.status.failure != FailureKind::device_limit)
+    // wrong_result, inconsistent, below_floor and device_limit leave a healthy worker (docs/verification.md).
+    if (!r.status.ok() && !is_result_check_failure(r.status.failure) && r.status.failure != FailureKind::device_limit)
       restart_worker(slot);
   }
   if (slot.ready) ensure_cases(slot);

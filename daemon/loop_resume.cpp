@@ -75,7 +75,22 @@ void Loop::resume() {
 }
 
 void Loop::retire_if_broken(const std::string& name, const SearchState& st) {
-  if (search_.retired(name) || !st.ranked().empty()) return;
+  if (search_.retired(name)) return;
+  // A verdict that a kernel doing the work cannot get (docs/verification.md) is about the template's code,
+  // not one config: the proposal leaves the search at once, whatever its other configs scored.
+  const auto cheat = [](const Outcome& o) {
+    const auto kind = failure_kind_from_string(o.failure);
+    return kind == FailureKind::inconsistent || kind == FailureKind::below_floor;
+  };
+  for (const auto& [c, outcome] : st.results())
+    if (cheat(outcome)) {
+      search_.retire(name);
+      say(fmt::format("template {} (proposal {}) retired from the search: iter {} failed the verification ({}): its "
+                      "result or its speed depends on more than its inputs",
+                      name, proposal_of_.at(name), outcome.iter, outcome.failure));
+      return;
+    }
+  if (!st.ranked().empty()) return;
   std::size_t crashes = 0;
   for (const auto& [c, outcome] : st.results()) crashes += outcome.ok() ? 0 : 1;
   if (crashes < o_.proposer.retire_after_crashes) return;

@@ -10,7 +10,8 @@ import statistics
 
 from dbread import ReportError
 
-FAILURE_KINDS = ["compile", "device_limit", "fault", "hang", "wrong_result", "worker_died", "interrupted"]
+FAILURE_KINDS = ["compile", "device_limit", "fault", "hang", "wrong_result", "worker_died", "interrupted", "proposal",
+                 "inconsistent", "below_floor"]
 SCORED = ("keep", "discard")
 
 

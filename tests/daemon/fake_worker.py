@@ -3,7 +3,9 @@
 docs/gpu.md) and plays a GPU for tests/data/fake_templates/fake.cu. It reads the config from the cubin's
 fake_cfg_A<A>_B<B>_F<F> symbol. Score: 0.1 + 0.01 * ((A - 4)^2 + (B - 2)^2) ms, for every case; a re-timing
 of a config returns the same score. Faults by F: 1 hang (sleeps), 2 fault (says so, exits 3), 3 wrong result,
-4 dies without answering. An eval may name a subset of the prepared cases ("cases", the fidelity ladder's
+4 dies without answering. A cubin that also holds a symbol fake_verdict_inconsistent or fake_verdict_below_floor
+(a proposal's cheat, docs/verification.md) gets that status, with a message like the real worker's naming the first
+case, which alone is timed. An eval may name a subset of the prepared cases ("cases", the fidelity ladder's
 screen); an unknown case_id is rejected. Samples per case: min(20, timing.max_samples).
 Environment: FAKE_WORKER_LOG, if set, gets one line per eval ("A B F <cases> <validate 0/1> <case seeds>");
 FAKE_WORKER_DELAY (seconds) slows every eval down; FAKE_WORKER_OVERFIT="A,B,SEED" makes config (A, B) the
@@ -81,6 +83,23 @@ def main():
                 sys.exit(3)
             if f == 4:
                 sys.exit(1)
+            verdict = re.search(rb"fake_verdict_(inconsistent|below_floor)", data)
+            if verdict and bool(req.get("validate", True)):
+                kind = verdict.group(1).decode()
+                first = picked[0]["case_id"]
+                message = {"inconsistent": f"case {first}: a timed launch on fresh inputs in the same buffers is wrong "
+                                           "(o diff 3.7, lse diff 1.11): the result depends on something other than "
+                                           "the inputs",
+                           "below_floor": f"case {first}: 4.85 us is below its roofline floor of 16.15 us (x 0.9 "
+                                          "margin = 14.54 us): impossible for a kernel that does the work (989 "
+                                          "TFLOP/s, 3.35 TB/s)"}[kind]
+                out = [{"case_id": c["case_id"], "family": c["family"], "median_ms": 0.005 if i == 0 else 0.0,
+                        "spread": 0.001, "samples": 10 if i == 0 else 0, "sm_clock_mhz": 1980,
+                        "o_max_abs_diff": 0.004, "lse_max_abs_diff": 1e-6, "passed": True, "validated": True,
+                        "timed": i == 0} for i, c in enumerate(picked)]
+                reply({"status": kind, "message": message, "cases": out, "wall_ms": 5.0,
+                       "launch": {"threads": 128, "smem_bytes": 0, "block_m": 128, "grid_mode": 0}})
+                continue
             score = 0.1 + 0.01 * ((a - 4) ** 2 + (b - 2) ** 2)
             overfit = os.environ.get("FAKE_WORKER_OVERFIT")
             if overfit:

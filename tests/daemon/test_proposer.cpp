@@ -17,6 +17,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include "proposer/proposal_round.hpp"
 #include "daemon/supervise.hpp"
 #include "db/iters_tsv.hpp"
@@ -261,6 +263,59 @@ TEST(Proposer, ABrokenProposedKernelIsRetiredAfterItsFirstCrashes) {
   EXPECT_EQ(s[0].proposal.status, ProposalStatus::accepted);  // it passed the checks; the GPU found it wrong
   EXPECT_EQ(s[0].crashes, 3);
   EXPECT_FALSE(s[0].best_ms);
+}
+
+TEST(Proposer, ACheatingProposalIsRetiredAtOnceAndTheOthersGoOn) {
+  // Issue 30 through the proposer hook: proposal 1 memoizes (the fake worker answers `inconsistent` for a
+  // cubin holding fake_verdict_inconsistent, as the real worker does for tests/data/redteam's cheats),
+  // proposal 2 is honest, proposal 3 is timed below its floor. Each cheat crashes once with a reason a person
+  // can read and leaves the search at once; the honest one is tuned as if they had never been there.
+  ProposerFixture f;
+  const std::string good_json = ProposerFixture::space_json("x", "[3, 4, 5]", R"({"A": 4, "B": 2, "F": 0})");
+  write_file(f.script, "#!/bin/sh\nsrc=$(ls *.cu | grep -v '^proposal.cu$' | head -1)\n"
+                       "propose() {\n  cp \"$src\" proposal.cu\n  [ -n \"$1\" ] && echo \"extern \\\"C\\\" __device__ int "
+                       "fake_verdict_$1 = 1;\" >> proposal.cu\n  cat > proposal.json <<'JSON'\n" + good_json +
+                       "JSON\n  echo \"$2\" > description.txt\n}\n"
+                       "case \"$ATTN_PROPOSAL_ID\" in\n"
+                       "  1) propose inconsistent \"a result cache keyed by the output pointer\" ;;\n"
+                       "  2) propose \"\" \"narrow A to 3..5\" ;;\n"
+                       "  3) propose below_floor \"skips the work on repeats\" ;;\n"
+                       "  *) exit 0 ;;\nesac\n");
+  fs::permissions(f.script, fs::perms::owner_all);
+  const Output out = run(f.args("--iterations 14 --proposer '" + f.script + "' --propose-every 1"));
+  ASSERT_EQ(out.code, 0) << out.text;
+
+  auto db = ExperimentDb::open(f.db, ExperimentDb::Mode::read_only);
+  const auto proposals = db.proposals();
+  ASSERT_GE(proposals.size(), 3u) << out.text;
+  std::map<std::string, std::vector<IterationRecord>> by_template;
+  for (const auto& it : db.iterations()) by_template[it.template_name].push_back(it);
+  const std::map<std::string, std::pair<FailureKind, std::string>> cheats = {
+      {"fake_p1",
+       {FailureKind::inconsistent,
+        "inconsistent: case smoke-window-1: a timed launch on fresh inputs in the same buffers is wrong"}},
+      {"fake_p3", {FailureKind::below_floor, "below_floor: case smoke-window-1: 4.85 us is below its roofline floor"}}};
+  for (const auto& [name, expected] : cheats) {
+    const auto& its = by_template[name];
+    ASSERT_EQ(its.size(), 1u) << name << " was evaluated more than once:\n" << out.text;  // retired at once
+    EXPECT_EQ(its[0].status, IterationStatus::crash);
+    EXPECT_EQ(its[0].failure_kind, expected.first);
+    EXPECT_NE(its[0].description.find(expected.second), std::string::npos) << its[0].description;
+    EXPECT_NE(out.text.find(fmt::format("template {} (proposal {}) retired from the search: iter {} failed the "
+                                        "verification ({})",
+                                        name, *its[0].proposal_id, its[0].iter, to_string(expected.first))),
+              std::string::npos)
+        << out.text;
+  }
+  // The honest proposal: accepted, tuned, never a crash; no champion is a cheat's.
+  const auto& honest = by_template["fake_p2"];
+  ASSERT_GE(honest.size(), 2u) << out.text;
+  for (const auto& it : honest) EXPECT_NE(it.status, IterationStatus::crash) << it.description;
+  for (const auto& c : db.champions()) {
+    const auto champ = db.iteration(c.iteration_id);
+    EXPECT_TRUE(champ->template_name == "fake" || champ->template_name == "fake_p2") << champ->template_name;
+  }
+  EXPECT_EQ(db.runs().back().status, RunStatus::finished);
 }
 
 TEST(Proposer, StopKillsARunningProposerAndRecordsItInterrupted) {
