@@ -48,12 +48,12 @@ std::uint64_t check_seed_for(std::uint64_t check_root, const CaseSpec& spec) {
   return s;
 }
 
-void DeviceCase::fill_inputs(std::uint64_t seed, CUstream stream) const {
-  if (!filler) throw std::logic_error("DeviceCase::fill_inputs: case " + spec.case_id + " has no input filler");
+void DeviceCase::mask_inputs(std::uint64_t seed, CUstream stream) const {
+  if (!masker) throw std::logic_error("DeviceCase::mask_inputs: case " + spec.case_id + " has no input masker");
   const std::size_t n = qkv_elems();
-  filler->fill_normal_async(q.ptr(), seed, unsigned(Tensor::q), n, stream);
-  filler->fill_normal_async(k.ptr(), seed, unsigned(Tensor::k), n, stream);
-  filler->fill_normal_async(v.ptr(), seed, unsigned(Tensor::v), n, stream);
+  masker->mask_async(q.ptr(), seed, unsigned(Tensor::q), n, stream);
+  masker->mask_async(k.ptr(), seed, unsigned(Tensor::k), n, stream);
+  masker->mask_async(v.ptr(), seed, unsigned(Tensor::v), n, stream);
 }
 
 std::size_t DeviceCase::qkv_elems() const {
@@ -100,6 +100,7 @@ void CaseBuilder::load_fill() {
   if (!fill_module_) {
     fill_module_ = compile_helper(compiler_, options_.fill_source, "fill_normal_bf16");
     fill_fn_ = fill_module_->function("fill_normal_bf16");
+    mask_fn_ = fill_module_->function("mask_check_bf16");
   }
 }
 
@@ -111,8 +112,7 @@ void CaseBuilder::load_helpers() {
   }
 }
 
-void CaseBuilder::fill_normal_async(CUdeviceptr out, std::uint64_t seed, unsigned tensor, std::uint64_t n,
-                                    CUstream stream) {
+void CaseBuilder::fill_normal(CUdeviceptr out, std::uint64_t seed, unsigned tensor, std::uint64_t n) {
   load_fill();
   if (n == 0) return;
   const std::uint64_t blocks_needed = (n + 255) / 256;
@@ -120,13 +120,22 @@ void CaseBuilder::fill_normal_async(CUdeviceptr out, std::uint64_t seed, unsigne
   unsigned long long seed_arg = seed, n_arg = n;
   unsigned tensor_arg = tensor;
   void* params[] = {&out, &seed_arg, &tensor_arg, &n_arg};
-  check(cu::api().cuLaunchKernel(fill_fn_, grid, 1, 1, 256, 1, 1, 0, stream, params, nullptr),
+  check(cu::api().cuLaunchKernel(fill_fn_, grid, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr),
         "cuLaunchKernel(fill_normal_bf16)");
+  ctx_.synchronize();
 }
 
-void CaseBuilder::fill_normal(CUdeviceptr out, std::uint64_t seed, unsigned tensor, std::uint64_t n) {
-  fill_normal_async(out, seed, tensor, n, nullptr);
-  ctx_.synchronize();
+void CaseBuilder::mask_async(CUdeviceptr x, std::uint64_t seed, unsigned tensor, std::uint64_t n, CUstream stream) {
+  load_fill();
+  if (n % 8 != 0) throw std::invalid_argument("mask_check_bf16 needs a multiple of 8 elements");
+  if (n == 0) return;
+  const std::uint64_t blocks_needed = (n / 8 + 255) / 256;
+  const unsigned grid = unsigned(std::min<std::uint64_t>(blocks_needed, std::uint64_t(ctx_.info().sm_count) * 16));
+  unsigned long long seed_arg = seed, n_arg = n;
+  unsigned tensor_arg = tensor;
+  void* params[] = {&x, &seed_arg, &tensor_arg, &n_arg};
+  check(cu::api().cuLaunchKernel(mask_fn_, grid, 1, 1, 256, 1, 1, 0, stream, params, nullptr),
+        "cuLaunchKernel(mask_check_bf16)");
 }
 
 void CaseBuilder::run_reference(DeviceCase& c) {
@@ -173,20 +182,24 @@ const DeviceCase& CaseBuilder::get(const CaseSpec& spec) {
   c->v = DeviceBuffer(n * sizeof(bf16_bits));
   c->o = DeviceBuffer(n * sizeof(bf16_bits));
   c->lse = DeviceBuffer(c->lse_elems() * sizeof(float));
-  c->filler = this;
+  const auto seed = std::uint64_t(spec.seed);
+  fill_normal(c->q.ptr(), seed, unsigned(Tensor::q), n);
+  fill_normal(c->k.ptr(), seed, unsigned(Tensor::k), n);
+  fill_normal(c->v.ptr(), seed, unsigned(Tensor::v), n);
   if (options_.check_sets) {
-    // The check set first, so that the buffers end with the tuning inputs and their reference.
+    // The check set first, then the mask again: the buffers end with the tuning inputs and their reference.
+    c->masker = this;
     c->check_seed = check_seed_for(check_root_, spec);
-    c->fill_inputs(c->check_seed, nullptr);
-    run_reference(*c);
+    c->mask_inputs(c->check_seed, nullptr);
+    run_reference(*c);  // synchronizes after the legacy-stream mask
     c->check_ref_o = c->o.to_vector<bf16_bits>(n);
     c->check_ref_lse = c->lse.to_vector<float>(c->lse_elems());
     c->check_ref_o_dev = DeviceBuffer(c->o.bytes());
     c->check_ref_lse_dev = DeviceBuffer(c->lse.bytes());
     check(cu::api().cuMemcpyDtoD(c->check_ref_o_dev.ptr(), c->o.ptr(), c->o.bytes()), "cuMemcpyDtoD(check o)");
     check(cu::api().cuMemcpyDtoD(c->check_ref_lse_dev.ptr(), c->lse.ptr(), c->lse.bytes()), "cuMemcpyDtoD(check lse)");
+    c->mask_inputs(c->check_seed, nullptr);
   }
-  c->fill_inputs(std::uint64_t(spec.seed), nullptr);
   run_reference(*c);
   c->ref_o = c->o.to_vector<bf16_bits>(n);
   c->ref_lse = c->lse.to_vector<float>(c->lse_elems());

@@ -1,9 +1,10 @@
 // A case on the GPU: its layout uploaded, q/k/v filled on the device (kernels_templates/fill_normal.cu,
 // the same numbers as workload/inputs.cpp), and the fp32 reference o/lse computed on the device
 // (kernels_templates/reference_fp32.cu) and copied to the host once. Built once per worker lifetime.
-// Each case also has a hidden check set (docs/verification.md): a second seed, drawn when the builder is
-// made and never the case's own, with its own reference, so that an evaluation can run a variant once on
-// fresh data in the same buffers and put the tuning inputs back.
+// Each case also has a hidden check set (docs/verification.md): its tuning inputs under an XOR mask keyed by
+// a seed drawn when the builder is made (every element changes), with its own reference, so that an
+// evaluation can run a variant once on fresh data in the same buffers and put the tuning inputs back by
+// applying the mask again.
 #pragma once
 #include <map>
 #include <memory>
@@ -21,14 +22,14 @@
 
 namespace attn {
 
-/// Writes a case's inputs from a seed, as fill_normal_bf16 does (CaseBuilder implements it), enqueued on a
-/// stream without waiting: how an evaluation swaps a case's q/k/v between its tuning and check data.
-class InputFiller {
+/// Applies a check mask to a case's inputs in place, enqueued on a stream without waiting (CaseBuilder
+/// implements it with kernels_templates/fill_normal.cu's mask_check_bf16): how an evaluation switches a case's
+/// q/k/v between its tuning inputs and its check set. The mask is an XOR, so applying it twice is the identity.
+class InputMasker {
  public:
-  virtual ~InputFiller() = default;
-  /// Enqueues fill_normal_bf16(seed, tensor) of `n` bf16 values at `out` on `stream`.
-  virtual void fill_normal_async(CUdeviceptr out, std::uint64_t seed, unsigned tensor, std::uint64_t n,
-                                 CUstream stream) = 0;
+  virtual ~InputMasker() = default;
+  /// Enqueues mask_check_bf16(seed, tensor) over the `n` bf16 values at `x` on `stream`.
+  virtual void mask_async(CUdeviceptr x, std::uint64_t seed, unsigned tensor, std::uint64_t n, CUstream stream) = 0;
 };
 
 /// Device tensors of one case (ABI.md layouts) and its reference outputs on the host.
@@ -41,13 +42,14 @@ struct DeviceCase {
   std::vector<bf16_bits> ref_o;            ///< reference_fp32's o (bf16 bits)
   std::vector<float> ref_lse;              ///< reference_fp32's lse (natural log)
   DeviceBuffer ref_o_dev, ref_lse_dev;     ///< the same reference, on the device (gpu/device_validation.hpp)
-  /// The check set: q/k/v from check_seed in the same buffers give check_ref_o / check_ref_lse. Empty (and
-  /// `filler` null) for a case built by hand: has_check_set() is false and no evaluation uses it.
+  /// The check set: the tuning q/k/v XORed with the mask of check_seed (every element changes: a random sign
+  /// and a random non-zero mantissa, same binade) give check_ref_o / check_ref_lse. Empty (and `masker` null)
+  /// for a case built by hand: has_check_set() is false and no evaluation uses it.
   std::uint64_t check_seed = 0;
   std::vector<bf16_bits> check_ref_o;
   std::vector<float> check_ref_lse;
   DeviceBuffer check_ref_o_dev, check_ref_lse_dev;
-  InputFiller* filler = nullptr;           ///< the builder that made it (outlives it)
+  InputMasker* masker = nullptr;           ///< the builder that made it (outlives it)
   CaseWork work;                           ///< case_work(layout, t_max): the floor checks' FLOPs and bytes (0 by hand)
   double build_ms = 0;
 
@@ -55,13 +57,14 @@ struct DeviceCase {
   std::size_t lse_elems() const;  ///< B * H * t_max
   /// Launch arguments pointing at this case's buffers.
   AttnArgs args() const;
-  bool has_check_set() const { return filler != nullptr && check_ref_o_dev.bytes() > 0; }
-  /// Enqueues q/k/v := fill_normal(seed) on `stream` (needs a filler): spec.seed puts the tuning inputs back.
-  void fill_inputs(std::uint64_t seed, CUstream stream) const;
+  bool has_check_set() const { return masker != nullptr && check_ref_o_dev.bytes() > 0; }
+  /// Enqueues the mask of `seed` over q, k and v on `stream` (needs a masker): with check_seed, the tuning
+  /// inputs become the check set, and the check set the tuning inputs again.
+  void mask_inputs(std::uint64_t seed, CUstream stream) const;
 };
 
 /// The check seed of a case: a mix of the builder's `check_root` and the case (its JSON), never equal to the
-/// case's own seed.
+/// case's own seed (the mask it keys is independent of the tuning inputs either way).
 std::uint64_t check_seed_for(std::uint64_t check_root, const CaseSpec& spec);
 
 /// Compiles a helper kernel's source (no parameters) and loads it. Throws std::runtime_error with the
@@ -83,7 +86,7 @@ struct CaseBuilderOptions {
 
 /// Builds cases on the current context and keeps them (keyed by the CaseSpec's JSON) for its lifetime.
 /// The helper kernels are compiled on first use with `compiler` (its disk cache applies).
-class CaseBuilder : public InputFiller {
+class CaseBuilder : public InputMasker {
  public:
   CaseBuilder(const Context& ctx, const Compiler& compiler, CaseBuilderOptions options = {});
   ~CaseBuilder();
@@ -100,9 +103,8 @@ class CaseBuilder : public InputFiller {
 
   /// Fills `n` bf16 values at `out` with fill_normal_bf16(seed, tensor) and waits for it.
   void fill_normal(CUdeviceptr out, std::uint64_t seed, unsigned tensor, std::uint64_t n);
-  /// The same, enqueued on `stream` (InputFiller).
-  void fill_normal_async(CUdeviceptr out, std::uint64_t seed, unsigned tensor, std::uint64_t n,
-                         CUstream stream) override;
+  /// The check mask (InputMasker).
+  void mask_async(CUdeviceptr x, std::uint64_t seed, unsigned tensor, std::uint64_t n, CUstream stream) override;
   /// The root of the check seeds (CaseBuilderOptions::check_root, or the one drawn).
   std::uint64_t check_root() const { return check_root_; }
 
@@ -111,7 +113,7 @@ class CaseBuilder : public InputFiller {
   const Compiler& compiler_;
   CaseBuilderOptions options_;
   std::unique_ptr<Module> fill_module_, reference_module_;
-  CUfunction fill_fn_ = nullptr;
+  CUfunction fill_fn_ = nullptr, mask_fn_ = nullptr;
   AttnKernel reference_;
   std::map<std::string, std::unique_ptr<DeviceCase>> cases_;
   std::uint64_t check_root_ = 0;

@@ -56,11 +56,11 @@ struct EvalOptions {
   bool check_floor = true;
   double floor_margin = 0.9;
   Ceilings ceilings;  ///< of the GPU: floor_check_ceilings(name) in the worker; default H100 SXM
-  /// check_fresh: after a case's samples, its q/k/v are refilled with its check set (DeviceCase), o/lse are
-  /// left as the last sample wrote them, L2 is flushed and the variant is launched once, timed; a result
-  /// outside the tolerances of the check reference, or a time above fresh_too_slow_ms (twice, the second on
-  /// other fresh data), fails inconsistent. The tuning inputs are put back after. Cases without a check set
-  /// (built by hand) skip it.
+  /// check_fresh: after a case's samples, its q/k/v become its check set in place (DeviceCase::mask_inputs),
+  /// o/lse are left as the last sample wrote them, L2 is flushed and the variant is launched once, timed; a
+  /// result outside the tolerances of the check reference, or a time above fresh_too_slow_ms (twice, the
+  /// second on other fresh data), fails inconsistent. The tuning inputs are put back after (the mask again).
+  /// Cases without a check set (built by hand) skip it.
   bool check_fresh = true;
 };
 
