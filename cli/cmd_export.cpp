@@ -1,17 +1,24 @@
 // `attn-tuner export [--db PATH] --out DIR [--suite S] [--templates DIR] [--force] [--allow-stale-source]
-// [--no-buckets] [--bucket-margin F]`: write the tuned champions of a suite (and its bucket champions) as a
-// challenge submission directory (docs/export.md). The DB is opened read-only; on any error nothing is
-// written.
+// [--no-buckets] [--bucket-margin F] [--harness DIR [--harness-suite S] [--harness-runs N] [--harness-arg A ...]
+// [--harness-timeout S] [--harness-env-dir D]]`: write the tuned champions of a suite (and its bucket
+// champions) as a challenge submission directory (docs/export.md). The DB is opened read-only; on any error
+// nothing is written. With --harness, the official harness then runs on the written directory and each run is
+// recorded in harness_checks (the DB opened writable for that only); its errors leave the submission in place.
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
 #include "db/store.hpp"
+#include "export/harness_check.hpp"
 #include "export/plan_from_db.hpp"
 #include "export/writer.hpp"
 
@@ -27,6 +34,12 @@ struct ExportOptions {
   bool allow_stale_source = false;
   bool no_buckets = false;
   double bucket_margin = 0.03;
+  std::string harness;           // "" = no harness check
+  std::string harness_suite;     // "" = the export's suite when the harness has it, else quick
+  int harness_runs = 1;
+  std::vector<std::string> harness_args;
+  double harness_timeout = 1800;
+  std::string harness_env_dir;
 };
 
 /// "tuned 0.3010 ms (root seed 0), held-out 0.3052 ms (root seed 1000003, +1.4%)", or why there is none.
@@ -73,7 +86,139 @@ void print_buckets(const nlohmann::json& p) {
   }
 }
 
+/// "0.3625 ms (sliding_window 0.3849, sliding_window_global 0.3507, sliding_window_retrieval 0.3529)".
+std::string score_text(const HarnessRunResult& r) {
+  std::string s = r.score_ms ? fmt::format("{:.4f} ms", *r.score_ms) : std::string("no score");
+  std::string families;
+  for (const auto& [family, ms] : r.family_ms.items())
+    families += fmt::format("{}{} {:.4f}", families.empty() ? "" : ", ", family, ms.get<double>());
+  return families.empty() ? s : s + " (" + families + ")";
+}
+
+/// The official harness on the written submission, `o.harness_runs` times; each run with a JSON summary is
+/// recorded in harness_checks. Bad input (no harness at DIR, no python3): CliError (exit 2); a run without
+/// a summary (the harness failed, printed no JSON, timed out) or an invalid submission: std::runtime_error
+/// (exit 1). The submission stays in every case.
+void run_harness_check(const ExportOptions& o, const ExportPlan& plan) {
+  namespace fs = std::filesystem;
+  const std::string kept = fmt::format("the submission stays at {}", o.out);
+  std::string python;
+  try {
+    require_harness_dir(o.harness);
+    python = find_python3();
+  } catch (const std::invalid_argument& e) {
+    throw CliError(fmt::format("export --harness: {}; {}", e.what(), kept));
+  }
+  HarnessInvocation inv;
+  inv.python = python;
+  inv.harness_dir = fs::absolute(o.harness).lexically_normal().string();
+  inv.submission_dir = fs::absolute(o.out).lexically_normal().string();
+  inv.suite = o.harness_suite.empty() ? default_harness_suite(plan.suite) : o.harness_suite;
+  inv.extra_args = o.harness_args;
+  inv.env_dir = o.harness_env_dir.empty() ? "" : fs::absolute(o.harness_env_dir).lexically_normal().string();
+  inv.timeout_s = o.harness_timeout;
+  std::string log_template = (fs::temp_directory_path() / "attn-harness-XXXXXX").string();
+  if (!::mkdtemp(log_template.data()))
+    throw std::runtime_error(fmt::format("export --harness: cannot create a folder for the harness output; {}", kept));
+  inv.log_dir = log_template;
+
+  HarnessCheckRecord rec;
+  rec.suite = inv.suite;
+  rec.export_suite = plan.suite;
+  rec.root_seed = harness_root_seed_from_env();
+  rec.harness_commit = harness_commit(inv.harness_dir);
+  rec.harness_args = nlohmann::json(o.harness_args).dump();
+  rec.submission_dir = inv.submission_dir;
+  nlohmann::json iterations = nlohmann::json::array();
+  for (const auto& v : plan.variants)
+    iterations.push_back({{"variant", v.name},
+                          {"template", v.template_name},
+                          {"iteration", v.provenance.value("iteration", nlohmann::json())}});
+  rec.iterations_json = iterations.dump();
+
+  std::printf("%s", fmt::format("harness {} ({}): suite {}{}, --serverlike, {} run(s), limit {:g} s each\n",
+                                inv.harness_dir, rec.harness_commit ? rec.harness_commit->substr(0, 12) : "not a git checkout",
+                                inv.suite,
+                                rec.root_seed ? fmt::format(" (root seed {})", *rec.root_seed) : std::string(),
+                                o.harness_runs, o.harness_timeout)
+                        .c_str());
+  std::fflush(stdout);
+  std::optional<ExperimentDb> db;
+  std::string not_recorded;  // why the checks could not be recorded
+  std::vector<std::int64_t> recorded;
+  std::vector<double> scores;
+  int invalid = 0;
+  std::string first_reason;
+  for (int i = 1; i <= o.harness_runs; ++i) {
+    inv.index = i;
+    HarnessRunResult r;
+    try {
+      r = run_harness_once(inv);
+    } catch (const std::runtime_error& e) {
+      throw std::runtime_error(fmt::format("export --harness: {}; {}", e.what(), kept));
+    }
+    if (!r.has_summary) {
+      const std::string earlier =
+          recorded.empty() ? std::string()
+                           : fmt::format("\n  the runs before it are recorded as harness check(s) {}-{} in {}",
+                                         recorded.front(), recorded.back(), o.db);
+      throw std::runtime_error(fmt::format("export --harness: run {}/{}: {}\n  full output: {} and {}{}\n  {}", i,
+                                           o.harness_runs, r.error, r.stdout_path, r.stderr_path, earlier, kept));
+    }
+    if (r.valid) {
+      std::printf("%s", fmt::format("  run {}/{}: valid, {}, {:.1f} s\n", i, o.harness_runs, score_text(r), r.wall_s).c_str());
+      if (r.score_ms) scores.push_back(*r.score_ms);
+    } else {
+      ++invalid;
+      const std::string reason = r.failure_reason.value_or("no failure reason given");
+      if (first_reason.empty()) first_reason = reason;
+      std::printf("%s", fmt::format("  run {}/{}: INVALID: {}, {:.1f} s\n", i, o.harness_runs, reason, r.wall_s).c_str());
+    }
+    std::fflush(stdout);
+    rec.valid = r.valid;
+    rec.score_ms = r.score_ms;
+    rec.family_ms_json = r.family_ms.dump();
+    rec.failure_reason = r.failure_reason;
+    rec.wall_s = r.wall_s;
+    if (not_recorded.empty()) {
+      try {
+        if (!db) db.emplace(ExperimentDb::open(o.db, ExperimentDb::Mode::read_write));
+        recorded.push_back(db->add_harness_check(rec));
+      } catch (const std::exception& e) {
+        not_recorded = e.what();
+      }
+    }
+  }
+  if (!scores.empty()) {
+    std::sort(scores.begin(), scores.end());
+    const std::size_t n = scores.size();
+    const double median = n % 2 ? scores[n / 2] : (scores[n / 2 - 1] + scores[n / 2]) / 2;
+    std::printf("%s", fmt::format("harness: median score {:.4f} ms over {} valid run(s) of {} (suite {})\n", median,
+                                  n, o.harness_runs, inv.suite)
+                          .c_str());
+  }
+  if (!not_recorded.empty())
+    std::printf("%s", fmt::format("harness: the check(s) could not be recorded in {} ({}); the results above are all "
+                                  "there is\n",
+                                  o.db, not_recorded)
+                          .c_str());
+  else if (!recorded.empty())
+    std::printf("%s", fmt::format("harness: recorded as harness check(s) {}{} in {} (`attn-tuner query harness`)\n",
+                                  recorded.front(), recorded.size() > 1 ? fmt::format("-{}", recorded.back()) : "", o.db)
+                          .c_str());
+  if (invalid > 0)
+    throw std::runtime_error(fmt::format(
+        "export --harness: the harness found the submission invalid in {} of {} run(s): {}\n  full output: {}\n  {}",
+        invalid, o.harness_runs, first_reason, inv.log_dir, kept));
+  std::error_code ec;
+  fs::remove_all(inv.log_dir, ec);
+}
+
 void run_export(const ExportOptions& o) {
+  if (!o.harness.empty() && o.harness_runs < 1)
+    throw CliError(fmt::format("export: --harness-runs must be at least 1, got {}", o.harness_runs));
+  if (!o.harness.empty() && !(o.harness_timeout > 0))
+    throw CliError(fmt::format("export: --harness-timeout must be a positive number of seconds, got {:g}", o.harness_timeout));
   try {
     check_output_dir(o.out, o.force);  // before any work: a refused --out costs nothing
   } catch (const std::invalid_argument& e) {
@@ -114,6 +259,8 @@ void run_export(const ExportOptions& o) {
       std::printf("    %s\n", v.provenance["source_note"].get<std::string>().c_str());
   }
   print_buckets(plan.provenance);
+  std::fflush(stdout);
+  if (!o.harness.empty()) run_harness_check(o, plan);
 }
 
 }  // namespace
@@ -121,7 +268,8 @@ void run_export(const ExportOptions& o) {
 void add_export_command(CLI::App& app) {
   auto o = std::make_shared<ExportOptions>();
   auto* cmd = app.add_subcommand("export", "write the tuned champions as a challenge submission directory");
-  cmd->add_option("--db", o->db, "experiment DB (read-only)")->capture_default_str();
+  cmd->add_option("--db", o->db, "experiment DB (read-only; written only to record --harness runs)")
+      ->capture_default_str();
   cmd->add_option("--out", o->out, "submission directory to write (created; must be empty unless --force)")->required();
   cmd->add_option("--suite", o->suite, "suite whose champions to export (default: the only one with champions)");
   cmd->add_option("--templates", o->templates, "kernel templates folder (default: $ATTN_TUNER_TEMPLATES or the source tree's)");
@@ -134,6 +282,30 @@ void add_export_command(CLI::App& app) {
                   "noise guard: a bucket champion is exported only when faster than the family champion on the "
                   "bucket's cases by more than this fraction, in [0, 1)")
       ->capture_default_str();
+  auto* harness = cmd->add_option("--harness", o->harness,
+                                  "after writing, run the official harness (a checkout of "
+                                  "paradigmxyz/attention-kernel-challenge at this folder) --serverlike on the "
+                                  "submission and record each run in the DB (harness_checks)");
+  cmd->add_option("--harness-suite", o->harness_suite,
+                  "harness suite: smoke | local-dev | quick | full | broad (default: the export's suite when "
+                  "the harness has it, else quick)")
+      ->needs(harness);
+  cmd->add_option("--harness-runs", o->harness_runs, "harness runs (the median score is printed)")
+      ->needs(harness)
+      ->capture_default_str();
+  cmd->add_option("--harness-arg", o->harness_args,
+                  "one more argument for eval-submission, after ours (a later option wins); repeat it, and "
+                  "write options as --harness-arg=--measure-iters --harness-arg=5")
+      ->needs(harness)
+      ->allow_extra_args(false);
+  cmd->add_option("--harness-timeout", o->harness_timeout,
+                  "seconds per harness run; then its whole process group is killed")
+      ->needs(harness)
+      ->capture_default_str();
+  cmd->add_option("--harness-env-dir", o->harness_env_dir,
+                  "run_harness.sh's environment: this folder (its sitecustomize.py) first on PYTHONPATH, and "
+                  "CC=/usr/bin/gcc")
+      ->needs(harness);
   cmd->callback([o] { run_export(*o); });
 }
 

@@ -7,6 +7,7 @@
 //   tsv [--suite S] [--out FILE]  iters.tsv rebuilt from the DB (stdout without --out)
 //   csv [--suite S] [--out FILE]  per-case results of a suite as CSV, the input of `attn-tuner replay --csv`
 //   proposals [--suite S] [--id N]  the proposer hook's proposals with their best score (one in full with --id)
+//   harness                       the official harness's runs on exported submissions (`export --harness`)
 // The DB is opened read-only and never created.
 #include <algorithm>
 #include <cmath>
@@ -349,9 +350,57 @@ void run_proposals(const QueryOptions& o) {
 
 }  // namespace
 
+void run_harness(const QueryOptions& o) {
+  auto db = open_db(o);
+  const auto checks = db.harness_checks();
+  TextTable table{{"id", "ran_at", "suite", "export_suite", "root_seed", "valid", "score_ms", "families_ms",
+                   "failure_reason", "harness_commit", "iterations", "submission_dir"},
+                  {}};
+  auto json = nlohmann::json::array();
+  for (const auto& h : checks) {
+    std::string families, iterations;
+    const nlohmann::json family_ms = nlohmann::json::parse(h.family_ms_json, nullptr, false);
+    if (family_ms.is_object())
+      for (const auto& [family, ms] : family_ms.items())
+        if (ms.is_number()) families += fmt::format("{}{}={:.4f}", families.empty() ? "" : ",", family, ms.get<double>());
+    const nlohmann::json exported = nlohmann::json::parse(h.iterations_json, nullptr, false);
+    if (exported.is_array())
+      for (const auto& v : exported)
+        if (v.is_object() && v.contains("iteration") && v["iteration"].is_number())
+          iterations += (iterations.empty() ? "" : ",") + std::to_string(v["iteration"].get<std::int64_t>());
+    table.rows.push_back({std::to_string(h.id), h.ran_at, h.suite, h.export_suite, opt_int(h.root_seed),
+                          h.valid ? "yes" : "NO", format_ms(h.score_ms), or_dash(families),
+                          or_dash(h.failure_reason.value_or("")), h.harness_commit ? h.harness_commit->substr(0, 12) : "-",
+                          or_dash(iterations), h.submission_dir});
+    const auto parsed = [](const std::string& text) {
+      auto j = nlohmann::json::parse(text, nullptr, false);
+      return j.is_discarded() ? nlohmann::json(text) : j;
+    };
+    json.push_back({{"id", h.id},
+                    {"ran_at", h.ran_at},
+                    {"suite", h.suite},
+                    {"export_suite", h.export_suite},
+                    {"root_seed", h.root_seed ? nlohmann::json(*h.root_seed) : nlohmann::json()},
+                    {"valid", h.valid},
+                    {"score_ms", h.score_ms ? nlohmann::json(*h.score_ms) : nlohmann::json()},
+                    {"family_ms", parsed(h.family_ms_json)},
+                    {"failure_reason", h.failure_reason ? nlohmann::json(*h.failure_reason) : nlohmann::json()},
+                    {"harness_commit", h.harness_commit ? nlohmann::json(*h.harness_commit) : nlohmann::json()},
+                    {"harness_args", parsed(h.harness_args)},
+                    {"submission_dir", h.submission_dir},
+                    {"iterations", parsed(h.iterations_json)},
+                    {"wall_s", h.wall_s ? nlohmann::json(*h.wall_s) : nlohmann::json()}});
+  }
+  if (checks.empty() && o.format == "table") {
+    print("no harness checks yet (`attn-tuner export --out DIR --harness HARNESS_DIR` records them)\n");
+    return;
+  }
+  emit(o, table, json);
+}
+
 void add_query_command(CLI::App& app) {
   auto o = std::make_shared<QueryOptions>();
-  auto* q = app.add_subcommand("query", "Read the experiment DB: best | top N | history | show ITER | sql | tsv | csv | proposals");
+  auto* q = app.add_subcommand("query", "Read the experiment DB: best | top N | history | show ITER | sql | tsv | csv | proposals | harness");
   q->add_option("--db", o->db, "Experiment DB (SQLite) to read; never created")->capture_default_str();
   q->add_option("--format", o->format, "Output format")
       ->check(CLI::IsMember({"table", "json", "tsv"}))
@@ -391,6 +440,8 @@ void add_query_command(CLI::App& app) {
   proposals->add_option("--id", o->proposal_id, "Show this proposal in full: reason, diff, proposer output");
   proposals->callback([o] { run_proposals(*o); });
 
+  auto* harness = q->add_subcommand("harness", "The official harness's runs on exported submissions (export --harness)");
+  harness->callback([o] { run_harness(*o); });
   auto* tsv = q->add_subcommand("tsv", "Rebuild iters.tsv from the DB");
   tsv->add_option("--suite", o->suite, "Only this suite");
   tsv->add_option("--out", o->out, "Write this file atomically instead of printing to stdout");

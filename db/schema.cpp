@@ -224,6 +224,27 @@ CREATE TABLE holdout_checks (
 CREATE INDEX holdout_checks_by_iteration ON holdout_checks (iteration_id, id);
 )sql";
 
+// Since version 7: runs of the official challenge harness on an exported submission (`export --harness`,
+// export/harness_check.hpp). No foreign keys: a check names the iterations it exported in iterations_json.
+constexpr const char* kHarnessChecksSql = R"sql(
+CREATE TABLE harness_checks (
+  id               INTEGER PRIMARY KEY AUTOINCREMENT,
+  ran_at           TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  suite            TEXT NOT NULL,
+  export_suite     TEXT NOT NULL,
+  root_seed        INTEGER,
+  valid            INTEGER NOT NULL CHECK (valid IN (0, 1)),
+  score_ms         REAL,
+  family_ms_json   TEXT NOT NULL DEFAULT '{}',
+  failure_reason   TEXT,
+  harness_commit   TEXT,
+  harness_args     TEXT NOT NULL DEFAULT '[]',
+  submission_dir   TEXT NOT NULL,
+  iterations_json  TEXT NOT NULL DEFAULT '[]',
+  wall_s           REAL
+);
+)sql";
+
 // Version 1 -> 2: the fidelity ladder and held-out seeds. Every existing iteration was a whole-suite
 // evaluation (fidelity 'full'); its root seed was not recorded (NULL). Columns are appended, so a
 // migrated file has the same column order as a fresh one.
@@ -238,7 +259,7 @@ const std::vector<std::string> kVersion1Tables = {"runs",      "variants",      
                                                   "case_results", "champions", "champion_history"};
 const std::vector<std::string> kRequiredTables = {"runs",      "variants",         "iterations",     "case_results",
                                                   "champions", "champion_history", "holdout_checks", "proposals",
-                                                  "iteration_sources"};
+                                                  "iteration_sources", "harness_checks"};
 
 std::vector<std::string> table_names(sqlite::Connection& conn) {
   auto st = conn.prepare(
@@ -349,6 +370,7 @@ const std::vector<Migration>& builtin_migrations() {
       {3, migrate_3_to_4},
       {4, migrate_4_to_5, true},
       {5, [](sqlite::Connection& conn) { conn.exec("ALTER TABLE variants ADD COLUMN cubin_hash TEXT"); }},
+      {6, [](sqlite::Connection& conn) { conn.exec(kHarnessChecksSql); }, false, /*readable_without=*/true},
   };
   return chain;
 }
@@ -356,7 +378,7 @@ const std::vector<Migration>& builtin_migrations() {
 const char* schema_sql() {
   static const std::string sql = std::string(kHeadSql) + kProposalsSql + "CREATE TABLE iterations" +
                                  iterations_columns_sql() + kIterationsIndexSql + kTailSql + kHoldoutChecksSql +
-                                 kIterationSourcesSql;
+                                 kIterationSourcesSql + kHarnessChecksSql;
   return sql.c_str();
 }
 
@@ -412,6 +434,18 @@ void ensure_schema(sqlite::Connection& conn, int target_version, const std::vect
   int version = read_schema_version(conn);
   refuse_newer(version);
   if (version < target_version && conn.read_only()) {
+    // Steps that only add tables a reader finds empty (harness_checks) need not have run for a read-only
+    // connection: a version-6 file is read as it is (`query`, `export`, `replay`); a writer migrates it.
+    bool readable = version > 0;
+    for (int v = version; readable && v < target_version; ++v) {
+      const auto step =
+          std::find_if(chain.begin(), chain.end(), [&](const Migration& m) { return m.from_version == v; });
+      readable = step != chain.end() && step->readable_without;
+    }
+    if (readable) {
+      require_tables(conn, kVersion1Tables);
+      return;
+    }
     throw std::runtime_error(
         version == 0 ? fmt::format("{} is an empty database, not an attn-tuner experiment DB", conn.path())
                      : fmt::format("{} has schema version {} and needs migrating to {}: `attn-tuner db migrate "

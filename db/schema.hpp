@@ -10,7 +10,7 @@
 namespace attn::db {
 
 /// The schema this build writes. Stored as MAX(version) of the `schema_version` table.
-inline constexpr int kSchemaVersion = 6;
+inline constexpr int kSchemaVersion = 7;
 
 /// One step of the migration chain: brings a file from `from_version` to `from_version + 1`. Runs
 /// inside the transaction that also records the new version (all or nothing).
@@ -20,6 +20,9 @@ struct Migration {
   /// The step rebuilds tables (SQLite's create-copy-drop-rename procedure): it runs with foreign keys
   /// off, and PRAGMA foreign_key_check must find nothing before the commit.
   bool rebuilds_tables = false;
+  /// The step only adds tables that a reader may find missing (ExperimentDb reads them as empty): a read-only
+  /// connection accepts a file that lacks only such steps, unmigrated (6 -> 7: harness_checks).
+  bool readable_without = false;
 };
 
 /// The built-in chain: 1 -> 2 adds iterations.fidelity / screen_ms / root_seed and the holdout_checks
@@ -29,7 +32,8 @@ struct Migration {
 /// `iteration_sources` table (provenance of merged iterations, db/merge.hpp); 4 -> 5 adds the failure kinds
 /// 'inconsistent' and 'below_floor' (a rebuild of `iterations`, docs/verification.md); 5 -> 6 adds
 /// variants.cubin_hash (refactor-safe champions: export/db_variant.cpp; NULL on older rows until
-/// `attn-tuner db cubin-hashes` records them).
+/// `attn-tuner db cubin-hashes` records them); 6 -> 7 adds the `harness_checks` table (`export --harness`,
+/// export/harness_check.hpp).
 const std::vector<Migration>& builtin_migrations();
 
 /// The full DDL of kSchemaVersion (tables, indexes), without the schema_version row.
@@ -49,7 +53,7 @@ int read_schema_version(sqlite::Connection& conn);
 /// migrations from `chain` in order to an older one, accepts an equal one. Throws std::runtime_error
 /// naming the file for a newer version ("... has schema version 3, newer than the 1 this attn-tuner
 /// understands; use a newer attn-tuner"), a missing migration step, or (on a read-only connection)
-/// any change that would be needed.
+/// any change that would be needed, except steps marked `readable_without` (the file is read as it is).
 void ensure_schema(sqlite::Connection& conn, int target_version = kSchemaVersion,
                    const std::vector<Migration>& chain = builtin_migrations());
 

@@ -42,6 +42,25 @@ struct ProposalSummary {
   std::vector<std::string> champion_of; ///< "suite:scope" of every champion it holds now
 };
 
+/// One run of the official challenge harness on an exported submission (`export --harness`, table
+/// harness_checks since schema version 7, docs/db-schema.md).
+struct HarnessCheckRecord {
+  std::int64_t id = 0;                 ///< set by the DB
+  std::string ran_at;                  ///< set by the DB (ISO-8601 UTC)
+  std::string suite;                   ///< the harness suite it ran
+  std::string export_suite;            ///< the DB suite whose champions were exported
+  std::optional<std::int64_t> root_seed;  ///< ATTENTION_KERNEL_CHALLENGE_PUBLIC_SUITE_ROOT_SEED; none: the harness's default
+  bool valid = false;                  ///< the harness's overall_valid
+  std::optional<double> score_ms;      ///< geometric_mean_family_latency_ms (none when invalid)
+  std::string family_ms_json = "{}";   ///< {"sliding_window": median ms, ...}
+  std::optional<std::string> failure_reason;
+  std::optional<std::string> harness_commit;  ///< HEAD of the harness checkout; none when not a git checkout
+  std::string harness_args = "[]";     ///< JSON list of the extra arguments passed through
+  std::string submission_dir;
+  std::string iterations_json = "[]";  ///< [{"variant": name, "iteration": iter, "template": t}, ...]
+  std::optional<double> wall_s;        ///< how long the harness ran
+};
+
 /// The experiment DB. Methods that write do so in one transaction each (all or nothing). One instance
 /// per thread; several processes may open the same file (WAL; writers wait up to busy_timeout).
 /// Errors: std::invalid_argument for bad arguments (unknown ids, inconsistent statuses, non-finite
@@ -138,6 +157,14 @@ class ExperimentDb {
   /// Checks of one iteration's config (or of every iteration of `suite`, or all), oldest first.
   std::vector<HoldoutCheckRecord> holdout_checks(const std::optional<std::int64_t>& iteration_id = std::nullopt,
                                                  const std::optional<std::string>& suite = std::nullopt);
+  // --- harness checks (export --harness) ---------------------------------------------------------
+  /// Appends a harness check (id and ran_at are set by the DB); returns its id. Throws
+  /// std::invalid_argument for an empty suite or submission dir, a non-finite score, or family_ms_json /
+  /// harness_args / iterations_json that do not parse as JSON.
+  std::int64_t add_harness_check(const HarnessCheckRecord& check);
+  /// Every harness check, oldest first; none in a version-6 file opened read-only (no such table yet).
+  std::vector<HarnessCheckRecord> harness_checks();
+
   // --- proposals (docs/proposer.md) --------------------------------------------------------------
   /// Inserts a `running` proposal from run_id, command, parent_template and parent_iteration_id of `p`,
   /// started_at now; returns its id. Throws std::invalid_argument for an unknown or ended run, an empty

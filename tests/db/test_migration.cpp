@@ -129,7 +129,7 @@ TEST(Migration, VersionFourColumnsOfAMigratedFileMatchAFreshOne) {
   auto m = ExperimentDb::open(migrated);
   auto f = ExperimentDb::open(fresh);
   for (const char* table : {"runs", "variants", "iterations", "case_results", "champions", "champion_history",
-                            "holdout_checks", "proposals", "iteration_sources"}) {
+                            "holdout_checks", "proposals", "iteration_sources", "harness_checks"}) {
     const std::string cols = std::string("pragma_table_info('") + table + "')";
     EXPECT_EQ(test::dump_rows(m.connection(), "name, type", cols, "cid"), test::dump_rows(f.connection(), "name, type", cols, "cid")) << table;
   }

@@ -4,6 +4,8 @@
 #include <fstream>
 #include <filesystem>
 
+#include <fmt/format.h>
+
 #include "db/schema.hpp"
 #include "db/store.hpp"
 #include "tests/test_support.hpp"
@@ -43,7 +45,8 @@ TEST(Schema, CreatesEveryTableAtTheCurrentVersionInWalMode) {
                         "WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name)");
     ASSERT_TRUE(st.step());
     EXPECT_EQ(st.column_text(0),
-              "case_results,champion_history,champions,holdout_checks,iteration_sources,iterations,proposals,runs,schema_version,variants");
+              "case_results,champion_history,champions,harness_checks,holdout_checks,iteration_sources,iterations,proposals,runs,"
+              "schema_version,variants");
     EXPECT_EQ(db::read_schema_version(c), db::kSchemaVersion);
   }
   // Reopening neither recreates nor re-records the version.
@@ -59,17 +62,18 @@ TEST(Schema, RefusesANewerSchemaVersionNamingTheFile) {
   { ExperimentDb::open(path); }
   {
     auto conn = sqlite::Connection::open(path, sqlite::OpenMode::read_write);
-    conn.exec("INSERT INTO schema_version (version) VALUES (7)");
+    conn.exec(fmt::format("INSERT INTO schema_version (version) VALUES ({})", db::kSchemaVersion + 1));
   }
   for (auto mode : {ExperimentDb::Mode::read_write, ExperimentDb::Mode::read_only}) {
     auto msg = error_of([&] { ExperimentDb::open(path, mode); });
     EXPECT_NE(msg.find(path), std::string::npos) << msg;
-    EXPECT_NE(msg.find("schema version 7, newer than the " + std::to_string(db::kSchemaVersion)), std::string::npos)
+    EXPECT_NE(msg.find(fmt::format("schema version {}, newer than the {}", db::kSchemaVersion + 1, db::kSchemaVersion)),
+              std::string::npos)
         << msg;
   }
   // Refusing did not touch the file.
   auto conn = sqlite::Connection::open(path, sqlite::OpenMode::read_only);
-  EXPECT_EQ(single_text(conn, "SELECT MAX(version) FROM schema_version"), "7");
+  EXPECT_EQ(single_text(conn, "SELECT MAX(version) FROM schema_version"), std::to_string(db::kSchemaVersion + 1));
 }
 
 TEST(Schema, MigrationHookAppliesTheChainInOrderInsideTransactions) {
@@ -114,6 +118,42 @@ TEST(Schema, OlderVersionCannotBeMigratedReadOnly) {
   std::vector<db::Migration> chain = {{v, [](sqlite::Connection&) {}}};
   auto msg = error_of([&] { db::ensure_schema(conn, v + 1, chain); });
   EXPECT_NE(msg.find("needs migrating to " + std::to_string(v + 1)), std::string::npos) << msg;
+}
+
+TEST(Schema, AVersionSixFileIsReadAsItIsAndMigratedByAWriter) {
+  // 6 -> 7 only adds harness_checks: a read-only open reads a version-6 file unmigrated (the committed DBs,
+  // query, export, replay), with no harness checks; a read-write open migrates it.
+  auto path = test::temp_dir("db-schema") + "/v6.db";
+  {
+    auto db = ExperimentDb::open(path);
+    auto& c = db.connection();
+    c.exec("DROP TABLE harness_checks");
+    c.exec("UPDATE schema_version SET version = 6 WHERE version = 7");  // a fresh file records only its version
+  }
+  {
+    auto db = ExperimentDb::open(path, ExperimentDb::Mode::read_only);
+    EXPECT_EQ(db::read_schema_version(db.connection()), 6);
+    EXPECT_TRUE(db.harness_checks().empty());
+    EXPECT_TRUE(db.runs().empty());
+  }
+  auto db = ExperimentDb::open(path);
+  EXPECT_EQ(db::read_schema_version(db.connection()), db::kSchemaVersion);
+  HarnessCheckRecord h;
+  h.suite = "quick";
+  h.export_suite = "full";
+  h.valid = true;
+  h.score_ms = 0.36;
+  h.family_ms_json = R"({"sliding_window": 0.35})";
+  h.submission_dir = "/tmp/sub";
+  EXPECT_EQ(db.add_harness_check(h), 1);
+  const auto checks = db.harness_checks();
+  ASSERT_EQ(checks.size(), 1u);
+  EXPECT_EQ(checks[0].export_suite, "full");
+  EXPECT_EQ(checks[0].score_ms, std::optional<double>(0.36));
+  EXPECT_FALSE(checks[0].root_seed);
+  EXPECT_FALSE(checks[0].harness_commit);
+  h.family_ms_json = "{not json";
+  EXPECT_THROW(db.add_harness_check(h), std::invalid_argument);
 }
 
 TEST(Schema, NotASqliteFileIsAClearErrorNamingIt) {
