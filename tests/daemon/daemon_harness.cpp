@@ -67,7 +67,7 @@ std::vector<IterationRecord> DaemonFixture::iterations() const {
 std::size_t DaemonFixture::wait_finished(std::size_t n, double timeout_s) const {
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   std::size_t done = 0;
-  while (std::chrono::steady_clock::now() < end) {
+  do {  // at least one look, so that wait_finished(0, 0) counts what is there now
     if (fs::exists(db)) {
       try {
         done = 0;
@@ -77,7 +77,7 @@ std::size_t DaemonFixture::wait_finished(std::size_t n, double timeout_s) const 
       }
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  } while (std::chrono::steady_clock::now() < end);
   return done;
 }
 

@@ -41,7 +41,8 @@ struct DaemonFixture {
   std::string args(const std::string& extra = "", const std::string& strategy = "exhaustive",
                    const std::string& template_name = "fake") const;
   std::vector<IterationRecord> iterations() const;
-  /// Waits until `n` iterations are finished (or `timeout_s`); returns how many there were.
+  /// Polls the DB until `n` iterations have finished or `timeout_s` passed (at least one look: with
+  /// timeout 0 it counts once); the count last seen.
   std::size_t wait_finished(std::size_t n, double timeout_s) const;
 };
 
