@@ -112,16 +112,20 @@ void CaseBuilder::load_helpers() {
   }
 }
 
-void CaseBuilder::fill_normal(CUdeviceptr out, std::uint64_t seed, unsigned tensor, std::uint64_t n) {
-  load_fill();
-  if (n == 0) return;
-  const std::uint64_t blocks_needed = (n + 255) / 256;
+void CaseBuilder::launch_elementwise(CUfunction fn, const char* what, CUdeviceptr x, std::uint64_t seed,
+                                     unsigned tensor, std::uint64_t n, unsigned per_thread, CUstream stream) {
+  const std::uint64_t blocks_needed = (n / per_thread + 255) / 256;
   const unsigned grid = unsigned(std::min<std::uint64_t>(blocks_needed, std::uint64_t(ctx_.info().sm_count) * 16));
   unsigned long long seed_arg = seed, n_arg = n;
   unsigned tensor_arg = tensor;
-  void* params[] = {&out, &seed_arg, &tensor_arg, &n_arg};
-  check(cu::api().cuLaunchKernel(fill_fn_, grid, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr),
-        "cuLaunchKernel(fill_normal_bf16)");
+  void* params[] = {&x, &seed_arg, &tensor_arg, &n_arg};
+  check(cu::api().cuLaunchKernel(fn, grid, 1, 1, 256, 1, 1, 0, stream, params, nullptr), what);
+}
+
+void CaseBuilder::fill_normal(CUdeviceptr out, std::uint64_t seed, unsigned tensor, std::uint64_t n) {
+  load_fill();
+  if (n == 0) return;
+  launch_elementwise(fill_fn_, "cuLaunchKernel(fill_normal_bf16)", out, seed, tensor, n, 1, nullptr);
   ctx_.synchronize();
 }
 
@@ -129,13 +133,7 @@ void CaseBuilder::mask_async(CUdeviceptr x, std::uint64_t seed, unsigned tensor,
   load_fill();
   if (n % 8 != 0) throw std::invalid_argument("mask_check_bf16 needs a multiple of 8 elements");
   if (n == 0) return;
-  const std::uint64_t blocks_needed = (n / 8 + 255) / 256;
-  const unsigned grid = unsigned(std::min<std::uint64_t>(blocks_needed, std::uint64_t(ctx_.info().sm_count) * 16));
-  unsigned long long seed_arg = seed, n_arg = n;
-  unsigned tensor_arg = tensor;
-  void* params[] = {&x, &seed_arg, &tensor_arg, &n_arg};
-  check(cu::api().cuLaunchKernel(mask_fn_, grid, 1, 1, 256, 1, 1, 0, stream, params, nullptr),
-        "cuLaunchKernel(mask_check_bf16)");
+  launch_elementwise(mask_fn_, "cuLaunchKernel(mask_check_bf16)", x, seed, tensor, n, 8, stream);
 }
 
 void CaseBuilder::run_reference(DeviceCase& c) {

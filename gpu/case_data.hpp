@@ -120,6 +120,11 @@ class CaseBuilder : public InputMasker {
 
   void load_helpers();
   void load_fill();
+  /// Launches one of fill_normal.cu's element-wise kernels, fn(x, seed, tensor, n), on `stream`: 256 threads a
+  /// block, `per_thread` elements a thread, at most 16 blocks per SM (the kernels loop over the rest).
+  /// Throws CudaError naming `what`.
+  void launch_elementwise(CUfunction fn, const char* what, CUdeviceptr x, std::uint64_t seed, unsigned tensor,
+                          std::uint64_t n, unsigned per_thread, CUstream stream);
   /// Runs the reference on c's current inputs into c.o / c.lse (poisoned first) and waits.
   void run_reference(DeviceCase& c);
 };

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <vector>
 
 #include "db/schema.hpp"
 #include "db/store.hpp"
@@ -18,18 +19,20 @@ constexpr const char* kV4IterationColumns =
     "window_ms, global_ms, retrieval_ms, description, started_at, finished_at, gpu_ms, compile_ms, fidelity, "
     "screen_ms, root_seed, proposal_id, gpu_index, gpu_uuid, sm_clock_mhz";
 
-/// A crash iteration of kind `kind` on a new run of `db`; returns its iter.
-std::int64_t add_crash(ExperimentDb& db, FailureKind kind, const std::string& description) {
+/// A crash iteration of template `template_name`, kind `kind`, with `cases`, on a new run of `db`; its iter.
+std::int64_t add_crash(ExperimentDb& db, FailureKind kind, const std::string& description,
+                       const std::string& template_name = "memo_o", std::vector<CaseResultRecord> cases = {}) {
   const auto run_id = db.begin_run(test::sample_run("quick"));
   IterationRecord it;
   it.run_id = run_id;
   it.suite = "quick";
-  it.template_name = "memo_o";
+  it.template_name = template_name;
   it.params_json = "{}";
   it.iter = db.begin_iteration(it);
   it.status = IterationStatus::crash;
   it.failure_kind = kind;
   it.description = description;
+  it.cases = std::move(cases);
   db.finish_iteration(it);
   return it.iter;
 }
@@ -50,25 +53,15 @@ TEST(VerificationKinds, AnInfiniteMaxDiffIsStoredAsNull) {
   // A kernel that leaves elements unwritten fails with o diff inf (the NaN poison against a finite
   // reference): the iteration is stored, its diffs NULL, instead of the DB refusing the row and the run.
   auto db = ExperimentDb::open(test::temp_dir("db-kinds") + "/inf.db");
-  const auto run_id = db.begin_run(test::sample_run("quick"));
-  IterationRecord it;
-  it.run_id = run_id;
-  it.suite = "quick";
-  it.template_name = "sampled_rows";
-  it.params_json = "{}";
-  it.iter = db.begin_iteration(it);
-  it.status = IterationStatus::crash;
-  it.failure_kind = FailureKind::wrong_result;
-  it.description = "wrong result on quick-window-1: o max diff inf, lse max diff inf";
   CaseResultRecord c;
   c.case_id = "quick-window-1";
   c.family = Family::sliding_window;
   c.o_max_abs_diff = std::numeric_limits<double>::infinity();
   c.lse_max_abs_diff = 0.5;
   c.passed = false;
-  it.cases = {c};
-  db.finish_iteration(it);
-  const auto back = db.iteration(it.iter);
+  const auto iter = add_crash(db, FailureKind::wrong_result,
+                              "wrong result on quick-window-1: o max diff inf, lse max diff inf", "sampled_rows", {c});
+  const auto back = db.iteration(iter);
   ASSERT_EQ(back->cases.size(), 1u);
   EXPECT_FALSE(back->cases[0].o_max_abs_diff);
   EXPECT_EQ(back->cases[0].lse_max_abs_diff, 0.5);
