@@ -8,6 +8,7 @@
 //   csv [--suite S] [--out FILE]  per-case results of a suite as CSV, the input of `attn-tuner replay --csv`
 //   proposals [--suite S] [--id N]  the proposer hook's proposals with their best score (one in full with --id)
 //   harness                       the official harness's runs on exported submissions (`export --harness`)
+//   ideas [--id N]                the idea queue's ideas ranked by measured effect (one in full with --id)
 // The DB is opened read-only and never created.
 #include <algorithm>
 #include <cmath>
@@ -24,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/query_ideas.hpp"
 #include "db/iters_tsv.hpp"
 #include "db/store.hpp"
 #include "db/text_table.hpp"
@@ -38,6 +40,7 @@ struct QueryOptions {
   std::string suite;
   std::int64_t top_n = 0;
   std::int64_t limit = 50;
+  std::optional<std::int64_t> idea_id;
   std::int64_t iter = 0;
   std::string sql;
   std::string out;
@@ -400,7 +403,7 @@ void run_harness(const QueryOptions& o) {
 
 void add_query_command(CLI::App& app) {
   auto o = std::make_shared<QueryOptions>();
-  auto* q = app.add_subcommand("query", "Read the experiment DB: best | top N | history | show ITER | sql | tsv | csv | proposals | harness");
+  auto* q = app.add_subcommand("query", "Read the experiment DB: best | top N | history | show ITER | sql | tsv | csv | proposals | harness | ideas");
   q->add_option("--db", o->db, "Experiment DB (SQLite) to read; never created")->capture_default_str();
   q->add_option("--format", o->format, "Output format")
       ->check(CLI::IsMember({"table", "json", "tsv"}))
@@ -442,6 +445,12 @@ void add_query_command(CLI::App& app) {
 
   auto* harness = q->add_subcommand("harness", "The official harness's runs on exported submissions (export --harness)");
   harness->callback([o] { run_harness(*o); });
+  auto* ideas = q->add_subcommand("ideas", "The idea queue's ideas, ranked by measured effect vs their parent");
+  ideas->add_option("--id", o->idea_id, "Show this idea in full: verdict, A/B/A, held-out, the diff as queued");
+  ideas->callback([o] {
+    auto db = open_db(*o);
+    print(render_ideas(db, o->format, o->idea_id));
+  });
   auto* tsv = q->add_subcommand("tsv", "Rebuild iters.tsv from the DB");
   tsv->add_option("--suite", o->suite, "Only this suite");
   tsv->add_option("--out", o->out, "Write this file atomically instead of printing to stdout");

@@ -108,6 +108,13 @@ void add_run_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--no-holdout", *no_holdout, "promote champions without the held-out check");
   proposer->add(cmd, o->proposer);
+  cmd->add_option("--ideas", o->ideas.dir,
+                  "idea queue: a folder the daemon watches for *.idea files (a diff of the templates + a one-line "
+                  "description); each is applied to its parent, checked, tuned, judged A/B/A; see docs/ideas.md");
+  cmd->add_option("--idea-budget", o->ideas.budget, "configs tuned per idea (the parent's best first)")
+      ->capture_default_str();
+  cmd->add_option("--idea-top", o->ideas.top, "the parent's best configs an idea tries first")->capture_default_str();
+  cmd->add_option("--idea-poll", o->ideas.poll_s, "seconds between looks at the idea queue folder")->capture_default_str();
   cmd->add_option("--gpus", *gpus,
                   "one worker per GPU: all (every GPU NVML sees) or indices such as 0,1 (default: one worker, GPU 0)");
   cmd->add_option("--shard", *shard,
@@ -137,6 +144,11 @@ void add_run_command(CLI::App& app) {
       throw CliError(fmt::format("--root-seed {} is the held-out seed, which tuning never uses", o->root_seed));
     if (!budget->empty()) o->budget_s = parse_duration(*budget);
     proposer->apply(o->proposer);
+    if (o->ideas.enabled()) {
+      if (o->ideas.budget < 1) throw CliError("--idea-budget must be at least 1 config");
+      if (!(o->ideas.poll_s > 0)) throw CliError("--idea-poll must be positive");
+      o->ideas.dir = std::filesystem::absolute(o->ideas.dir).lexically_normal().string();  // --detach changes the cwd
+    }
     if (*iterations < 0) throw CliError("--iterations must be positive");
     if (*iterations > 0) o->max_iterations = *iterations;
     if (!o->manifest.empty() && !std::filesystem::exists(o->manifest))

@@ -16,7 +16,11 @@
 #include <string>
 #include <vector>
 
+#include <set>
+
 #include "daemon/champion_book.hpp"
+#include "daemon/idea_queue.hpp"
+#include "proposer/idea_apply.hpp"
 #include "daemon/holdout.hpp"
 #include "daemon/stale_worker.hpp"
 #include "daemon/tuning_loop.hpp"
@@ -47,6 +51,17 @@ Outcome outcome_of(const IterationRecord& it);
 struct InFlight {
   TemplateProposal proposal;
   std::future<CompiledVariant> compiled;
+};
+
+/// The idea being worked on (daemon/loop_ideas.cpp): its row, its file, the check running beside the
+/// tuning (valid until finished), and what its template has been given.
+struct ActiveIdea {
+  IdeaRecord rec;
+  IdeaFile file;
+  std::future<IdeaApplied> check;
+  Clock::time_point t0 = Clock::now();
+  std::size_t issued = 0, finished = 0;  // configs of its template handed to the compile pool / finished
+  double gpu_ms = 0;                     // its iterations' GPU time and its judging
 };
 
 /// One GPU and its isolated worker (docs/scale-out.md). Every field but `worker`'s I/O is guarded by the
@@ -124,6 +139,35 @@ class Loop {
   std::vector<CaseSpec> holdout_cases_;
   std::unique_ptr<HoldoutChecker> holdout_;
   std::int64_t screened_out_ = 0, full_evals_ = 0;  // this run
+  // The idea queue (daemon/loop_ideas.cpp, docs/ideas.md).
+  std::optional<ActiveIdea> idea_;
+  std::set<std::string> idea_templates_;  // evaluated on the whole suite, never screened
+  std::set<std::string> ideas_taken_;     // file name + content hash, taken in this run
+  Clock::time_point ideas_scanned_{};
+  std::string idea_queue_problem_;        // the last problem with the folder (reported once)
+
+  /// Templates of ideas of earlier runs: evaluated in full, and out of the search unless their idea won.
+  void load_idea_templates();
+  /// The parent of the next idea written against repository template `root`: the latest winning idea of
+  /// its lineage loaded in this run, else `root` itself; none when this run does not tune `root`.
+  std::optional<std::string> idea_parent(const std::string& root);
+  /// The idea queue's step, called by every slot's loop: a finished check, a tuned idea to judge (on
+  /// `slot`'s GPU), else, every poll_s seconds, the next file of the folder.
+  void poll_ideas(GpuSlot& slot);
+  /// Takes one queued file: broken bad input recorded at once; a duplicate skipped; else the proposal and
+  /// idea rows and its check started. False when it must wait (no parent result yet): looked at again.
+  bool start_idea(const QueuedIdea& q);
+  /// The check's result: the template joins the search (preferred, seeded, bounded), or broken.
+  void finish_idea_check();
+  /// Whether the idea's template has used its budget (or has nothing left) and nothing of it is in flight.
+  bool idea_tuned() const;
+  /// A template's best config as a contender for the A/B/A re-timing (its cubin from the cache).
+  Contender idea_contender(const std::string& tname, const Champion& c);
+  /// A/B/A against the parent's best, the held-out seed, the verdict.
+  void judge_idea(GpuSlot& slot);
+  void end_idea(const std::string& verdict, const std::string& kind, const std::string& reason);
+  /// The run ends before the idea's verdict: its row says interrupted and why.
+  void interrupt_idea(const std::string& why);
 
   /// One slot per GPU of --gpus (each worker sees only its GPU: CUDA_VISIBLE_DEVICES), or the single worker
   /// of a default run (GPU 0, the environment untouched). Each slot records its worker group in <db>.worker.

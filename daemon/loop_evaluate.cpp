@@ -105,6 +105,10 @@ void Loop::finish(IterationRecord& it, const Config& cfg, GpuSlot& slot) {
     if (!champ || *it.geomean_ms < champ->score_ms) st.set_champion(cfg);
   }
   if (proposal_of_.count(it.template_name)) retire_if_broken(it.template_name, st);
+  if (idea_ && it.template_name == idea_->rec.template_name) {
+    ++idea_->finished;
+    idea_->gpu_ms += it.gpu_ms.value_or(0.0);
+  }
   ++summary_.iterations;
   const double rate = summary_.iterations / std::max(1e-9, seconds_since(started_)) * 3600;
   const auto& best = champions_.overall();
@@ -153,6 +157,7 @@ void Loop::evaluate(InFlight& job, GpuSlot& slot) {
   if (const auto p = proposal_of_.find(tname); p != proposal_of_.end()) it.proposal_id = p->second;
   if (db_.has_evaluated(tname, it.params_json, suite_label_)) {  // another daemon on this DB got there first
     search_.state(tname).record(cfg, Outcome::failed(-1, "evaluated in an earlier run"));
+    if (idea_ && tname == idea_->rec.template_name) ++idea_->finished;
     return;
   }
   it.iter = db_.begin_iteration(it);
@@ -219,7 +224,8 @@ void Loop::evaluate(InFlight& job, GpuSlot& slot) {
   std::string screen_note;
   EvalResponse r;
   it.gpu_ms = 0.0;
-  if (screen_) {  // the ladder's first rung: the screen cases, few samples
+  const bool screened = screen_ && !idea_templates_.count(tname);  // an idea's configs are judged in full
+  if (screened) {  // the ladder's first rung: the screen cases, few samples
     const EvalRequest req{cv.cubin_path, kernels_.at(tname), screen_timing(o_.timing, o_.ladder), true, true,
                           screen_->case_ids};
     r = unlocked(mu_, [&] { return slot.worker->eval(req, deadline); });
@@ -244,7 +250,7 @@ void Loop::evaluate(InFlight& job, GpuSlot& slot) {
     }
   }
   // The whole suite: without the ladder, or for a contender of the screen (a failure there ends here).
-  it.fidelity = screen_ && !it.screen_ms ? Fidelity::screen : Fidelity::full;
+  it.fidelity = screened && !it.screen_ms ? Fidelity::screen : Fidelity::full;
   if (it.fidelity == Fidelity::full) {
     t0 = Clock::now();
     const EvalRequest req{cv.cubin_path, kernels_.at(tname), o_.timing, true, true};

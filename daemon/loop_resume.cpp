@@ -35,6 +35,9 @@ void Loop::setup_seeds_and_fidelity() {
 
 void Loop::resume() {
   db_.mark_interrupted_proposals();
+  if (const auto ideas = db_.mark_interrupted_ideas(); !ideas.empty())
+    say(fmt::format("resumed: {} idea(s) left without a verdict were marked interrupted (queued again, they run "
+                    "from the start)", ideas.size()));
   const auto runs = db_.mark_interrupted_runs();
   const auto its = db_.mark_interrupted_iterations();
   if (!runs.empty() || !its.empty())

@@ -138,6 +138,7 @@ void Loop::refill() {
   while (inflight_.size() < depth) {
     auto p = search_.next();
     if (!p) return;
+    if (idea_ && p->template_name == idea_->rec.template_name) ++idea_->issued;
     search_.state(p->template_name).mark_pending(p->proposal.config);
     inflight_.push_back({*p, pool_.submit(compile_request(p->template_name, p->proposal.config))});
   }
@@ -179,9 +180,15 @@ void Loop::gpu_loop(GpuSlot& slot, std::unique_lock<std::mutex>& lock) {
       return;
     }
     maybe_rotate();
+    poll_ideas(slot);
     if (o_.proposer.due(summary_.iterations, summary_.iterations - champion_at_, proposed_at_)) propose();
     refill();
     if (inflight_.empty() && busy_ == 0 && o_.proposer.enabled() && !stop_reason() && propose()) continue;
+    if (inflight_.empty() && idea_ && busy_ == 0) {  // its check is still running: wait for it, not the end
+      slot.state = "idle";
+      cv_.wait_for(lock, milliseconds(200));
+      continue;
+    }
     if (inflight_.empty()) {
       if (busy_ > 0) {
         slot.state = "idle";

@@ -76,6 +76,13 @@ Loop::Loop(const RunOptions& o, StopRequest& stop)
     search_.add(std::move(space), make_strategy(o.strategy, o.seed));
   }
   load_proposed_templates();
+  load_idea_templates();
+  if (o.ideas.enabled()) {
+    if (o.ideas.budget == 0) throw std::invalid_argument("--idea-budget must be at least 1 config");
+    if (!(o.ideas.poll_s > 0)) throw std::invalid_argument("--idea-poll must be positive");
+    std::error_code ec;
+    std::filesystem::create_directories(o.ideas.dir, ec);  // a queue folder the user fills later
+  }
 }
 
 RunSummary Loop::run() {
@@ -133,6 +140,7 @@ RunSummary Loop::run() {
     spdlog::error("run {} {}", summary_.run_id, summary_.stop_reason);
   }
   for (auto& f : inflight_) search_.state(f.proposal.template_name).cancel_pending(f.proposal.proposal.config);
+  interrupt_idea("the run ended before its verdict (" + summary_.stop_reason + "); queued again, it runs from the start");
   try {
     db_.end_run(summary_.run_id, status, summary_.stop_reason);
   } catch (const std::exception& e) {  // e.g. the disk is still full: the next start marks it interrupted
@@ -172,6 +180,12 @@ void Loop::write_status(const std::string& current) {
                       {"holdout_seed", holdout_ ? nlohmann::json(holdout_->root_seed()) : nlohmann::json()},
                       {"shard", o_.shard ? nlohmann::json(o_.shard->text()) : nlohmann::json()},
                       {"gpus", gpus_status()},
+                      {"idea", idea_ ? nlohmann::json{{"id", idea_->rec.id}, {"file", idea_->rec.file},
+                                                      {"status", idea_->rec.status},
+                                                      {"template", idea_->rec.template_name},
+                                                      {"configs", idea_->finished}}
+                                     : nlohmann::json()},
+                      {"idea_queue", o_.ideas.dir},
                       {"updated_unix", std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()}};
   const std::string path = status_file_for(o_.db_path), tmp = path + ".tmp";
   if (FILE* f = std::fopen(tmp.c_str(), "w")) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "daemon/gpu_set.hpp"
+#include "daemon/idea_queue.hpp"
 #include "daemon/seed_rounds.hpp"
 #include "proposer/proposal_round.hpp"
 #include "daemon/supervise.hpp"
@@ -53,6 +54,7 @@ struct RunOptions {
   bool holdout = true;
   std::int64_t holdout_seed = kDefaultHoldoutSeed;
   ProposerOptions proposer;             ///< the proposer hook (docs/proposer.md); off when no command
+  IdeaOptions ideas;                    ///< the idea queue (docs/ideas.md); off when no folder
   /// One worker per GPU (docs/scale-out.md): each sees only its GPU (CUDA_VISIBLE_DEVICES), takes the next
   /// compiled proposal whenever it is idle, and runs the A/B/A re-timings and held-out checks of its own
   /// challengers. Empty = one worker on GPU 0 with the daemon's environment (the default).

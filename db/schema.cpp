@@ -245,6 +245,45 @@ CREATE TABLE harness_checks (
 );
 )sql";
 
+// Since version 8: kernel ideas from the idea queue (`run --ideas DIR`, docs/ideas.md), one row per idea and
+// parent template: applied, checked, tuned within a budget, judged by A/B/A against the parent, a verdict.
+constexpr const char* kIdeasSql = R"sql(
+CREATE TABLE ideas (
+  id                   INTEGER PRIMARY KEY AUTOINCREMENT,
+  run_id               INTEGER NOT NULL REFERENCES runs (id),
+  file                 TEXT NOT NULL,
+  idea_hash            TEXT NOT NULL,
+  description          TEXT NOT NULL DEFAULT '',
+  hypothesis           TEXT NOT NULL DEFAULT '',
+  diff                 TEXT NOT NULL DEFAULT '',
+  space_json           TEXT NOT NULL DEFAULT '{}',
+  default_json         TEXT NOT NULL DEFAULT '{}',
+  parent_template      TEXT NOT NULL DEFAULT '',
+  parent_iteration_id  INTEGER REFERENCES iterations (id),
+  proposal_id          INTEGER REFERENCES proposals (id),
+  template             TEXT NOT NULL DEFAULT '',
+  status               TEXT NOT NULL CHECK (status IN ('checking','tuning','judging','done','interrupted')),
+  verdict              TEXT NOT NULL DEFAULT '' CHECK (verdict IN ('','win','no_gain','slower','broken')),
+  broken_kind          TEXT NOT NULL DEFAULT '',
+  reason               TEXT NOT NULL DEFAULT '',
+  configs              INTEGER NOT NULL DEFAULT 0,
+  best_iteration_id    INTEGER REFERENCES iterations (id),
+  best_ms              REAL,
+  parent_ms            REAL,
+  idea_ms              REAL,
+  delta_pct            REAL,
+  noise_pct            REAL,
+  aba_json             TEXT NOT NULL DEFAULT '{}',
+  holdout_parent_ms    REAL,
+  holdout_idea_ms      REAL,
+  gpu_s                REAL,
+  wall_s               REAL,
+  started_at           TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  finished_at          TEXT
+);
+CREATE INDEX ideas_by_hash ON ideas (idea_hash, parent_template);
+)sql";
+
 // Version 1 -> 2: the fidelity ladder and held-out seeds. Every existing iteration was a whole-suite
 // evaluation (fidelity 'full'); its root seed was not recorded (NULL). Columns are appended, so a
 // migrated file has the same column order as a fresh one.
@@ -259,7 +298,7 @@ const std::vector<std::string> kVersion1Tables = {"runs",      "variants",      
                                                   "case_results", "champions", "champion_history"};
 const std::vector<std::string> kRequiredTables = {"runs",      "variants",         "iterations",     "case_results",
                                                   "champions", "champion_history", "holdout_checks", "proposals",
-                                                  "iteration_sources", "harness_checks"};
+                                                  "iteration_sources", "harness_checks", "ideas"};
 
 std::vector<std::string> table_names(sqlite::Connection& conn) {
   auto st = conn.prepare(
@@ -371,6 +410,7 @@ const std::vector<Migration>& builtin_migrations() {
       {4, migrate_4_to_5, true},
       {5, [](sqlite::Connection& conn) { conn.exec("ALTER TABLE variants ADD COLUMN cubin_hash TEXT"); }},
       {6, [](sqlite::Connection& conn) { conn.exec(kHarnessChecksSql); }, false, /*readable_without=*/true},
+      {7, [](sqlite::Connection& conn) { conn.exec(kIdeasSql); }, false, /*readable_without=*/true},
   };
   return chain;
 }
@@ -378,7 +418,7 @@ const std::vector<Migration>& builtin_migrations() {
 const char* schema_sql() {
   static const std::string sql = std::string(kHeadSql) + kProposalsSql + "CREATE TABLE iterations" +
                                  iterations_columns_sql() + kIterationsIndexSql + kTailSql + kHoldoutChecksSql +
-                                 kIterationSourcesSql + kHarnessChecksSql;
+                                 kIterationSourcesSql + kHarnessChecksSql + kIdeasSql;
   return sql.c_str();
 }
 

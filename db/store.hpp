@@ -42,6 +42,38 @@ struct ProposalSummary {
   std::vector<std::string> champion_of; ///< "suite:scope" of every champion it holds now
 };
 
+/// One kernel idea from the idea queue on one parent template (table ideas since schema version 8,
+/// docs/ideas.md). Scores in ms (suite score: geomean of the family medians); delta_pct = (idea_ms /
+/// parent_ms - 1) * 100 from the A/B/A re-timing (parent_ms = mean of A1 and A2), noise_pct the champion
+/// rule's noise (tuner/champion.hpp) relative to parent_ms.
+struct IdeaRecord {
+  std::int64_t id = 0;                   ///< set by the DB
+  std::int64_t run_id = 0;
+  std::string file;                      ///< the queue file's name
+  std::string idea_hash;                 ///< of the space change and the diff: one idea, whatever its file name
+  std::string description, hypothesis;
+  std::string diff;                      ///< as queued (paths relative to kernels_templates/)
+  std::string space_json = "{}";         ///< new parameter axes {"NAME": [values]}
+  std::string default_json = "{}";       ///< their defaults (the parent's behaviour)
+  std::string parent_template;           ///< the template it was applied to
+  std::optional<std::int64_t> parent_iteration_id;  ///< the parent's best iteration when it started
+  std::optional<std::int64_t> proposal_id;          ///< the proposal row of its installed template
+  std::string template_name;             ///< its template ("" when it did not get one)
+  std::string status = "checking";       ///< checking, tuning, judging, done, interrupted
+  std::string verdict;                   ///< "" until done; win, no_gain, slower, broken
+  std::string broken_kind;               ///< for broken: bad_input, does_not_apply, compile, proposal (space/ABI), or the failure kind of its configs
+  std::string reason;                    ///< the verdict in words
+  std::int64_t configs = 0;              ///< configs of its template evaluated
+  std::optional<std::int64_t> best_iteration_id;
+  std::optional<double> best_ms;         ///< its best first-look score
+  std::optional<double> parent_ms, idea_ms, delta_pct, noise_pct;
+  std::string aba_json = "{}";           ///< {"a1_ms", "b_ms", "a2_ms", "gpu_index", ...}
+  std::optional<double> holdout_parent_ms, holdout_idea_ms;  ///< on the held-out root seed
+  std::optional<double> gpu_s;           ///< GPU time of its iterations and its judging
+  std::optional<double> wall_s;          ///< from taken off the queue to the verdict
+  std::string started_at, finished_at;   ///< set by the DB
+};
+
 /// One run of the official challenge harness on an exported submission (`export --harness`, table
 /// harness_checks since schema version 7, docs/db-schema.md).
 struct HarnessCheckRecord {
@@ -164,6 +196,20 @@ class ExperimentDb {
   std::int64_t add_harness_check(const HarnessCheckRecord& check);
   /// Every harness check, oldest first; none in a version-6 file opened read-only (no such table yet).
   std::vector<HarnessCheckRecord> harness_checks();
+
+  // --- ideas (the idea queue, docs/ideas.md) ----------------------------------------------------
+  /// Inserts an idea row (id, started_at set by the DB); returns its id. Throws std::invalid_argument for
+  /// an unknown run, an empty file name or hash, a status or verdict outside IdeaRecord's lists, or JSON
+  /// fields that do not parse.
+  std::int64_t add_idea(const IdeaRecord& idea);
+  /// Replaces every field of idea `idea.id` but run_id, file, idea_hash and started_at (finished_at is set
+  /// now when the status becomes done or interrupted). Same errors as add_idea, plus an unknown id.
+  void update_idea(const IdeaRecord& idea);
+  std::optional<IdeaRecord> idea(std::int64_t id);
+  /// Every idea, oldest first; none in a version-7 file opened read-only (no such table yet).
+  std::vector<IdeaRecord> ideas();
+  /// Every idea still checking, tuning or judging becomes interrupted (daemon start-up); their ids.
+  std::vector<std::int64_t> mark_interrupted_ideas();
 
   // --- proposals (docs/proposer.md) --------------------------------------------------------------
   /// Inserts a `running` proposal from run_id, command, parent_template and parent_iteration_id of `p`,

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "proposer/proposal_workdir.hpp"
+#include "proposer/template_json.hpp"
 #include "gpu/abi_check.hpp"
 #include "tuner/proposal_template.hpp"
 
@@ -167,7 +168,7 @@ ProposalCheck check_proposal(const std::string& workdir, const std::string& inst
   j["name"] = name;
   j["source"] = name + ".cu";
   j["kernel"] = parent.kernel();
-  r.space_json = j.dump(2) + "\n";
+  r.space_json = format_template_json(j);  // the repository's layout: diffs of later ideas apply
 
   fs::remove_all(install_dir, ec);
   const fs::path inst(install_dir);

@@ -17,11 +17,21 @@ void MultiSearch::add(TemplateSpace space, std::unique_ptr<Strategy> strategy) {
 }
 
 std::optional<TemplateProposal> MultiSearch::next() {
+  if (!preferred_.empty()) {
+    auto& e = entries_[find(preferred_)];
+    if (!e.retired) {
+      auto p = e.strategy->next(e.state);
+      e.exhausted = !p;
+      if (p) return TemplateProposal{e.state.template_name(), std::move(*p)};
+    }
+  }
   for (std::size_t k = 0; k < entries_.size(); ++k) {
     const std::size_t i = (turn_ + k) % entries_.size();
     auto& e = entries_[i];
     if (e.retired) continue;
-    if (auto p = e.strategy->next(e.state)) {
+    auto p = e.strategy->next(e.state);
+    e.exhausted = !p;
+    if (p) {
       turn_ = (i + 1) % entries_.size();
       return TemplateProposal{e.state.template_name(), std::move(*p)};
     }
@@ -49,5 +59,10 @@ std::vector<std::string> MultiSearch::template_names() const {
 
 void MultiSearch::retire(const std::string& template_name) { entries_[find(template_name)].retired = true; }
 bool MultiSearch::retired(const std::string& template_name) const { return entries_[find(template_name)].retired; }
+void MultiSearch::prefer(const std::string& template_name) {
+  if (!template_name.empty()) find(template_name);
+  preferred_ = template_name;
+}
+bool MultiSearch::exhausted(const std::string& template_name) const { return entries_[find(template_name)].exhausted; }
 
 }  // namespace attn

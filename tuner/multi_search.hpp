@@ -34,13 +34,20 @@ class MultiSearch {
   /// std::invalid_argument for an unknown template.
   void retire(const std::string& template_name);
   bool retired(const std::string& template_name) const;
+  /// next() asks this template first while its strategy has proposals (an idea being tuned: docs/ideas.md);
+  /// "" asks in turn again. Throws std::invalid_argument for an unknown template.
+  void prefer(const std::string& template_name);
+  /// Whether the template's strategy answered nothing the last time it was asked.
+  bool exhausted(const std::string& template_name) const;
 
  private:
   struct Entry {
     SearchState state;
     std::unique_ptr<Strategy> strategy;
     bool retired = false;
+    bool exhausted = false;
   };
+  std::string preferred_;
   std::vector<Entry> entries_;
   std::size_t turn_ = 0;  // index of the template asked first by the next call
   std::size_t find(const std::string& template_name) const;

@@ -77,6 +77,12 @@ std::unique_ptr<Strategy> make_evolutionary_strategy(std::uint64_t seed, Evoluti
 /// predicted, a random one with probability `explore`. See docs/tuner.md.
 std::unique_ptr<Strategy> make_model_strategy(std::uint64_t seed, ModelOptions options = {});
 
+/// A bounded search that starts from known configs (an idea's tuning, docs/ideas.md): first `seeds` in
+/// order (skipping any the state has seen or the space rejects), then `then`'s proposals, and nothing after
+/// `budget` proposals in all. Throws std::invalid_argument for a null `then`.
+std::unique_ptr<Strategy> make_seeded_strategy(std::vector<Proposal> seeds, std::unique_ptr<Strategy> then,
+                                               std::size_t budget);
+
 /// The strategy names make_strategy accepts: exhaustive, random, local, evolutionary, model.
 const std::vector<std::string>& strategy_names();
 /// Strategy by name with default options. Throws std::invalid_argument listing the known names.

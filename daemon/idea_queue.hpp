@@ -1,0 +1,33 @@
+// The idea queue's folder (`attn-tuner run --ideas DIR`, docs/ideas.md): the *.idea files in it, read
+// whole, oldest first. What the daemon does with them: daemon/loop_ideas.cpp.
+#pragma once
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace attn {
+
+/// The idea queue options of `attn-tuner run`.
+struct IdeaOptions {
+  std::string dir;            ///< the queue folder; "" = no idea queue
+  std::size_t budget = 24;    ///< configs tuned per idea (its parent's best configs first, then the strategy)
+  std::size_t top = 4;        ///< the parent's best configs tried first (after its champion)
+  double poll_s = 5;          ///< how often the folder is looked at (seconds)
+  bool enabled() const { return !dir.empty(); }
+};
+
+/// One *.idea file of the queue as read now.
+struct QueuedIdea {
+  std::string name;                  ///< file name
+  std::optional<std::string> bytes;  ///< its content; none when it could not be read (`error` says why)
+  std::string error;
+};
+
+/// The *.idea regular files of `dir` (not its subfolders), oldest modification time first, then by name,
+/// each read whole (at most 1 MiB: a larger file is an error, not read). `problem` is set, and nothing
+/// returned, when `dir` is missing or not a readable folder; a file removed between the listing and its
+/// read is left out (it is no longer queued).
+std::vector<QueuedIdea> scan_idea_queue(const std::string& dir, std::string& problem);
+
+}  // namespace attn
