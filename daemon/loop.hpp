@@ -161,6 +161,9 @@ class Loop {
   void finish_idea_check();
   /// Whether the idea's template has used its budget (or has nothing left) and nothing of it is in flight.
   bool idea_tuned() const;
+  /// Before the judging: the parent's champion now (it may have moved while the idea was tuned), with the
+  /// idea's new axes, is evaluated in the idea's space too. True when it queued such configs.
+  bool catch_up_idea();
   /// A template's best config as a contender for the A/B/A re-timing (its cubin from the cache).
   Contender idea_contender(const std::string& tname, const Champion& c);
   /// A/B/A against the parent's best, the held-out seed, the verdict.

@@ -62,7 +62,7 @@ void Loop::poll_ideas(GpuSlot& slot) {
   if (idea_ && idea_->check.valid() &&
       idea_->check.wait_for(std::chrono::seconds(0)) == std::future_status::ready)
     finish_idea_check();
-  if (idea_tuned()) judge_idea(slot);
+  if (idea_tuned() && !catch_up_idea()) judge_idea(slot);
   if (idea_ || seconds_since(ideas_scanned_) < o_.ideas.poll_s) return;
   ideas_scanned_ = Clock::now();
   std::string problem;
@@ -247,6 +247,31 @@ bool Loop::idea_tuned() const {
   return search_.retired(t) || search_.exhausted(t);
 }
 
+bool Loop::catch_up_idea() {
+  ActiveIdea& a = *idea_;
+  const auto parent_best = search_.state(a.rec.parent_template).champion();
+  if (!parent_best) return false;
+  SearchState& st = search_.state(a.rec.template_name);
+  std::vector<Config> missing;
+  const Config base = st.space().complete(parent_best->config);
+  std::vector<Config> wanted{base};
+  for (const auto& [axis, values] : a.file.space.items())
+    for (const auto& v : values)
+      if (v != a.file.defaults[axis]) wanted.push_back(with(base, axis, v.get<std::int64_t>()));
+  for (const auto& c : wanted)
+    if (!st.seen(c) && !st.space().check(c)) missing.push_back(c);
+  if (missing.empty()) return false;
+  // The parent found a better config while the idea was tuned: the idea gets it too, then the judging.
+  for (const auto& c : missing) {
+    st.mark_pending(c);
+    ++a.issued;
+    inflight_.push_front({TemplateProposal{a.rec.template_name, {c, fmt::format("idea: the parent's champion now "
+                                                                                 "(iter {})", parent_best->iter)}},
+                          pool_.submit(compile_request(a.rec.template_name, c))});
+  }
+  return true;
+}
+
 Contender Loop::idea_contender(const std::string& tname, const Champion& c) {
   Contender k{c.iter, tname, c.config, "", kernels_.at(tname), {}};
   k.measured.score_ms = c.score_ms;
@@ -354,6 +379,7 @@ void Loop::judge_idea(GpuSlot& slot) {
   challenge_slot_ = nullptr;
   a.gpu_ms += seconds_since(t0) * 1000;
   if (verdict != "win") search_.retire(t);
+  else search_.set_strategy(t, make_strategy(o_.strategy, o_.seed));  // a win is tuned on like any template
   end_idea(verdict, kind, reason);
 }
 

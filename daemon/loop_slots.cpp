@@ -195,6 +195,11 @@ void Loop::gpu_loop(GpuSlot& slot, std::unique_lock<std::mutex>& lock) {
         cv_.wait(lock);
         continue;
       }
+      if (o_.ideas.enabled()) {  // the queue may still hold ideas: look once more before the end
+        ideas_scanned_ = {};
+        poll_ideas(slot);
+        if (idea_) continue;
+      }
       std::size_t total = 0;
       for (const auto& n : search_.template_names()) total += search_.state(n).valid_configs().size();
       if (summary_.stop_reason.empty())

@@ -63,6 +63,12 @@ void MultiSearch::prefer(const std::string& template_name) {
   if (!template_name.empty()) find(template_name);
   preferred_ = template_name;
 }
+void MultiSearch::set_strategy(const std::string& template_name, std::unique_ptr<Strategy> strategy) {
+  if (!strategy) throw std::invalid_argument(fmt::format("template {}: no strategy given", template_name));
+  auto& e = entries_[find(template_name)];
+  e.strategy = std::move(strategy);
+  e.exhausted = false;
+}
 bool MultiSearch::exhausted(const std::string& template_name) const { return entries_[find(template_name)].exhausted; }
 
 }  // namespace attn

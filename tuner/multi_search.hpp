@@ -37,6 +37,9 @@ class MultiSearch {
   /// next() asks this template first while its strategy has proposals (an idea being tuned: docs/ideas.md);
   /// "" asks in turn again. Throws std::invalid_argument for an unknown template.
   void prefer(const std::string& template_name);
+  /// Replaces the template's strategy (an idea that won goes on with the run's strategy, unbounded). Throws
+  /// std::invalid_argument for an unknown template or a null strategy.
+  void set_strategy(const std::string& template_name, std::unique_ptr<Strategy> strategy);
   /// Whether the template's strategy answered nothing the last time it was asked.
   bool exhausted(const std::string& template_name) const;
 

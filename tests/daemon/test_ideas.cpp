@@ -1,0 +1,240 @@
+// The idea queue end to end on the CPU (docs/ideas.md): the real binary with --ideas, real patch(1) and NVRTC,
+// the fake worker as the GPU (an idea's effect is a fake_speed_pct_<N> symbol in its cubin, scaling the score).
+// One run covers each verdict (win, no_gain, slower, broken: does_not_apply, compile, wrong_result, bad_input),
+// stacking (the second win applies only to the first's code), no re-run of a known idea, and no GPU time for
+// an idea broken before tuning; a second run drops an idea into a running daemon and removes its folder.
+#include <sys/wait.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "db/store.hpp"
+#include "tests/daemon/daemon_harness.hpp"
+
+namespace attn {
+namespace {
+
+namespace fs = std::filesystem;
+using test::Output;
+
+/// A run folder: fake.cu with a space of 18 healthy configs, the queue folder, the DB.
+struct IdeaFixture {
+  std::string dir = test::temp_dir("ideas");
+  std::string tpl = dir + "/templates", queue = dir + "/queue", db = dir + "/runs/t.db";
+  IdeaFixture() {
+    fs::create_directories(tpl);
+    fs::create_directories(queue);
+    fs::copy_file(test::data_dir() + "/fake_templates/fake.cu", tpl + "/fake.cu");
+    test::write_text(tpl + "/fake.json", R"({
+  "name": "fake",
+  "source": "fake.cu",
+  "kernel": "block_sparse_attn_fwd",
+  "parameters": {
+    "A": {"values": [1, 2, 3, 4, 5, 6]},
+    "B": {"values": [1, 2, 3]},
+    "F": {"values": [0]}
+  },
+  "default": {"A": 1, "B": 1, "F": 0}
+}
+)");
+  }
+  std::string args(const std::string& extra) const {
+    return "run --db '" + db + "' --suite smoke --templates '" + tpl + "' --template fake --strategy local --worker-exe '" +
+           test::fake_worker_path() + "' --cache '" + dir + "/cache' --jobs 2 --watchdog-min 0.5 --watchdog-cap 2 --ideas '" +
+           queue + "' --idea-budget 4 --idea-poll 0.2 " + extra;
+  }
+  /// Queues `name` with `text`, its modification time `age_s` seconds ago (the queue runs oldest first).
+  void queue_idea(const std::string& name, const std::string& text, int age_s = 0) const {
+    test::write_text(queue + "/" + name, text);
+    fs::last_write_time(queue + "/" + name, fs::file_time_type::clock::now() - std::chrono::seconds(age_s));
+  }
+};
+
+// Hunks against fake.cu (tests/data/fake_templates): after its F default, and after its config symbol.
+const std::string kWin = R"(Description: a faster path behind FAST
+Hypothesis: the fake worker scales the score by 80 %
+Space: {"FAST": [0, 1]}
+Default: {"FAST": 0}
+
+--- a/fake.cu
++++ b/fake.cu
+@@ -18,6 +18,9 @@
+ #define FAKE_MARK(a, b, f) FAKE_MARK_(a, b, f)
+ 
+ extern "C" __device__ int FAKE_MARK(A, B, F) = 1;
++#if FAST
++extern "C" __device__ int fake_speed_pct_80 = 1;
++#endif
+ extern "C" __device__ int attn_launch_info[4] = {128, 0, 128, 0};
+ 
+ extern "C" __global__ void block_sparse_attn_fwd(const void* q, const void* k, const void* v, const int* row_ptr,
+)";
+// Applies only where kWin's lines are: stacking.
+const std::string kStack = R"(Description: even faster on top of FAST
+
+--- a/kernels_templates/fake.cu
++++ b/kernels_templates/fake.cu
+@@ -20,6 +20,6 @@
+ extern "C" __device__ int FAKE_MARK(A, B, F) = 1;
+ #if FAST
+-extern "C" __device__ int fake_speed_pct_80 = 1;
++extern "C" __device__ int fake_speed_pct_60 = 1;
+ #endif
+ extern "C" __device__ int attn_launch_info[4] = {128, 0, 128, 0};
+ 
+)";
+std::string after_f(const std::string& description, const std::string& added) {
+  return "Description: " + description + "\n\n--- a/fake.cu\n+++ b/fake.cu\n@@ -10,5 +10,6 @@\n #ifndef F\n #define F 0\n"
+         " #endif\n+" + added + "\n #if F == 5\n #error \"deliberate compile error (F = 5)\"\n";
+}
+
+std::int64_t count_iterations_of(ExperimentDb& db, const std::string& tname) {
+  const auto r = db.sql_readonly("SELECT count(*) FROM iterations WHERE template = '" + tname + "'");
+  return std::stoll(*r.rows.at(0).at(0));
+}
+
+TEST(Ideas, EachVerdictStackingNoRerunAndNoGpuTimeForBrokenOnes) {
+  IdeaFixture f;
+  int age = 100;
+  f.queue_idea("01_win.idea", kWin, age--);
+  f.queue_idea("02_stack.idea", kStack, age--);
+  f.queue_idea("03_slower.idea", after_f("slower everywhere", "extern \"C\" __device__ int fake_speed_pct_150 = 1;"), age--);
+  f.queue_idea("04_nogain.idea", after_f("a comment changes nothing", "// nothing"), age--);
+  f.queue_idea("05_conflict.idea", "Description: a hunk that is not there\n\n--- a/fake.cu\n+++ b/fake.cu\n@@ -1,2 +1,2 @@\n-no such line\n+nor this\n no such context\n", age--);
+  f.queue_idea("06_compile.idea", after_f("does not compile", "this is not C++;"), age--);
+  std::string wrong = after_f("wrong results", "#undef F\n+#define F 3");
+  wrong.replace(wrong.find("@@ -10,5 +10,6 @@"), 17, "@@ -10,5 +10,7 @@");
+  f.queue_idea("07_wrong.idea", wrong, age--);
+  f.queue_idea("08_bad_bytes.idea", "Description: \xff\xfe not UTF-8\n\n", age--);
+  f.queue_idea("09_missing_file.idea", "Description: patches a header the template lacks\n\n--- a/blocks/none.cuh\n+++ b/blocks/none.cuh\n@@ -1 +1 @@\n-a\n+b\n", age--);
+  f.queue_idea("10_same_as_04.idea", after_f("the same code as 04, other words", "// nothing"), age--);
+  f.queue_idea("11_bad_space.idea", "Description: a value twice\nSpace: {\"FAST2\": [0, 0]}\nDefault: {\"FAST2\": 0}\n\n", age--);
+  f.queue_idea("12_malformed.idea", "Description: counts wrong\n\n--- a/fake.cu\n+++ b/fake.cu\n@@ -1,5 +1,5 @@\n-x\n+y\n", age--);
+  test::write_text(f.queue + "/notes.txt", "not an idea: ignored");
+
+  const Output out = test::run_tuner(f.args(""));
+  ASSERT_EQ(out.code, 0) << out.text;
+  auto db = ExperimentDb::open(f.db, ExperimentDb::Mode::read_only);
+  std::map<std::string, IdeaRecord> by_file;
+  for (const auto& i : db.ideas()) {
+    EXPECT_FALSE(by_file.count(i.file)) << i.file << " judged twice";
+    by_file[i.file] = i;
+  }
+  const auto verdict = [&](const std::string& file) {
+    const auto it = by_file.find(file);
+    return it == by_file.end() ? std::string("(none)") : it->second.verdict + ":" + it->second.broken_kind;
+  };
+  EXPECT_EQ(verdict("01_win.idea"), "win:");
+  EXPECT_EQ(verdict("02_stack.idea"), "win:");
+  EXPECT_EQ(verdict("03_slower.idea"), "slower:");
+  EXPECT_EQ(verdict("04_nogain.idea"), "no_gain:");
+  EXPECT_EQ(verdict("05_conflict.idea"), "broken:does_not_apply");
+  EXPECT_EQ(verdict("06_compile.idea"), "broken:compile");
+  EXPECT_EQ(verdict("07_wrong.idea"), "broken:wrong_result");
+  EXPECT_EQ(verdict("08_bad_bytes.idea"), "broken:bad_input");
+  EXPECT_EQ(verdict("09_missing_file.idea"), "broken:does_not_apply");
+  EXPECT_EQ(verdict("10_same_as_04.idea"), "(none)") << "the same diff on the same parent ran twice";
+  EXPECT_EQ(verdict("11_bad_space.idea"), "broken:bad_input");
+  EXPECT_EQ(verdict("12_malformed.idea"), "broken:bad_input");
+  EXPECT_EQ(by_file.size(), 11u);
+  EXPECT_NE(by_file["08_bad_bytes.idea"].reason.find("UTF-8"), std::string::npos) << by_file["08_bad_bytes.idea"].reason;
+  EXPECT_NE(by_file["12_malformed.idea"].reason.find("ends early"), std::string::npos) << by_file["12_malformed.idea"].reason;
+  EXPECT_NE(by_file["10_same_as_04.idea"].reason, "x");
+  EXPECT_NE(out.text.find("10_same_as_04.idea: already judged no_gain"), std::string::npos) << out.text;
+
+  // Stacking: the second win is applied to the first's template, later ideas to the second's.
+  const auto& win = by_file["01_win.idea"];
+  const auto& stack = by_file["02_stack.idea"];
+  EXPECT_EQ(win.parent_template, "fake");
+  EXPECT_EQ(stack.parent_template, win.template_name);
+  EXPECT_EQ(by_file["03_slower.idea"].parent_template, stack.template_name);
+  EXPECT_NEAR(*win.delta_pct, -20.0, 0.01);
+  EXPECT_NEAR(*stack.delta_pct, -25.0, 0.01);
+  EXPECT_NEAR(*by_file["03_slower.idea"].delta_pct, 50.0, 0.01);
+  EXPECT_NEAR(*by_file["04_nogain.idea"].delta_pct, 0.0, 0.01);
+  EXPECT_GT(*win.noise_pct, 0.0);
+  // The budget (4), plus the parent's champion of the judging time with and without FAST when the parent
+  // moved on meanwhile; a win is tuned on (its whole space of 36), a loser leaves the search at its verdict.
+  EXPECT_GE(win.configs, 4);
+  EXPECT_LE(win.configs, 6);
+  EXPECT_EQ(count_iterations_of(db, win.template_name), 36);
+  const auto& slower = by_file["03_slower.idea"];
+  EXPECT_EQ(count_iterations_of(db, slower.template_name), slower.configs);
+  EXPECT_LE(slower.configs, 6);
+  // Broken before tuning: no iteration, no GPU time.
+  for (const char* file : {"05_conflict.idea", "06_compile.idea", "09_missing_file.idea"}) {
+    const auto& i = by_file[file];
+    EXPECT_EQ(i.configs, 0) << file;
+    if (!i.template_name.empty()) EXPECT_EQ(count_iterations_of(db, i.template_name), 0) << file;
+  }
+  // The best config overall is the stacked win's (A=4, B=2, FAST=1: 0.1 x 0.6).
+  const auto best = db.best("smoke");
+  ASSERT_TRUE(best);
+  EXPECT_NEAR(best->geomean_ms.value_or(0), 0.06, 1e-6);
+
+  // query ideas: wins first, the diff of one in full.
+  const Output q = test::run_tuner("query ideas --db '" + f.db + "'");
+  ASSERT_EQ(q.code, 0) << q.text;
+  EXPECT_LT(q.text.find("02_stack.idea"), q.text.find("04_nogain.idea")) << q.text;
+  EXPECT_LT(q.text.find("04_nogain.idea"), q.text.find("03_slower.idea")) << q.text;
+  const Output one = test::run_tuner("query ideas --db '" + f.db + "' --id " + std::to_string(stack.id));
+  ASSERT_EQ(one.code, 0) << one.text;
+  EXPECT_NE(one.text.find("+extern \"C\" __device__ int fake_speed_pct_60 = 1;"), std::string::npos) << one.text;
+  EXPECT_NE(one.text.find("verdict: win"), std::string::npos) << one.text;
+  const Output unknown = test::run_tuner("query ideas --db '" + f.db + "' --id 999");
+  EXPECT_EQ(unknown.code, 2) << unknown.text;
+  EXPECT_NE(unknown.text.find("no idea 999"), std::string::npos) << unknown.text;
+
+  // A second run on the same DB and queue runs nothing again.
+  const Output again = test::run_tuner(f.args(""));
+  ASSERT_EQ(again.code, 0) << again.text;
+  auto db2 = ExperimentDb::open(f.db, ExperimentDb::Mode::read_only);
+  EXPECT_EQ(db2.ideas().size(), 11u);
+}
+
+TEST(Ideas, AnIdeaDroppedIntoARunningDaemonIsJudgedAndAVanishedQueueIsReported) {
+  IdeaFixture f;
+  const std::string log = f.dir + "/daemon.log";
+  const pid_t pid = test::spawn_tuner(f.args("--budget 40s"), "FAKE_WORKER_DELAY=0.3", log);
+  // Wait for the daemon to have a champion, then drop the idea.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  auto finished = [&] {
+    if (!fs::exists(f.db)) return std::size_t(0);
+    auto db = ExperimentDb::open(f.db, ExperimentDb::Mode::read_only);
+    return db.iterations().size();
+  };
+  while (finished() < 2 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_GE(finished(), 2u) << test::read_text(log);
+  f.queue_idea("late.idea", kWin);
+  std::optional<IdeaRecord> judged;
+  while (!judged && std::chrono::steady_clock::now() < deadline + std::chrono::seconds(20)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    auto db = ExperimentDb::open(f.db, ExperimentDb::Mode::read_only);
+    for (const auto& i : db.ideas())
+      if (i.file == "late.idea" && i.status == "done") judged = i;
+  }
+  ASSERT_TRUE(judged) << test::read_text(log);
+  EXPECT_EQ(judged->verdict, "win") << judged->reason;
+  fs::remove_all(f.queue);  // the folder goes away while the daemon runs: reported, the run goes on
+  std::optional<IdeaRecord> missing;
+  while (!missing && std::chrono::steady_clock::now() < deadline + std::chrono::seconds(30)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    auto db = ExperimentDb::open(f.db, ExperimentDb::Mode::read_only);
+    for (const auto& i : db.ideas())
+      if (i.reason.find("is missing") != std::string::npos) missing = i;
+  }
+  const int status = test::wait_exit(pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << test::read_text(log);
+  ASSERT_TRUE(missing) << test::read_text(log);
+  EXPECT_EQ(missing->broken_kind, "bad_input");
+  auto db = ExperimentDb::open(f.db, ExperimentDb::Mode::read_only);
+  EXPECT_EQ(db.runs().back().status, RunStatus::finished);
+}
+
+}  // namespace
+}  // namespace attn
