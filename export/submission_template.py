@@ -10,8 +10,9 @@ instead. It then launches every variant once on a tiny case and checks the resul
 computation, so a broken variant fails setup() with its name rather than the benchmark.
 
 block_sparse_attn_fwd() picks a variant from the tensor shapes (attn_tuner_dispatch.py), allocates o
-and lse (the kernel writes every element) and launches with cuLaunchKernel on torch's current stream:
-no compilation, no import, no device synchronisation, no read of device data.
+and lse (the kernel writes every element) and launches with cuLaunchKernelEx on torch's current stream:
+no compilation, no import, no device synchronisation, no read of device data. Its checks run once per
+call shape (the facts _call_key gathers); docs/export.md, "The call", gives the cost of each line.
 
 Kernel ABI (kernels_templates/ABI.md in attn-tuner): extern "C" kernel(q, k, v, row_ptr, col_idx,
 seq_lens, o, lse, batch_size, num_heads, t_max, col_width[, tensor maps q, k, v, o]), grid
@@ -22,6 +23,7 @@ import base64
 import ctypes
 import math
 import os
+import struct
 import zlib
 
 import torch
@@ -58,6 +60,14 @@ _MAX_CALL_PLANS = 1024
 _FORCE_NVRTC_ENV = "ATTN_TUNER_FORCE_NVRTC"
 
 _STATE = None
+# Hot-path globals, set by setup(): call facts (_call_key) -> plan (_State.plan) for every call shape
+# checked so far; torch's raw current-stream getter and the device index; cuLaunchKernelEx.
+_PLANS = {}
+_TMAP_BLOBS = {}  # (_Launch, q, k, v, o addresses) -> the 4 tensor maps of a TMA kernel
+_STREAM = None
+_DEVICE = -1
+_LAUNCH = None
+_empty_like = torch.empty_like
 
 
 def _read_text(relative_path):
@@ -111,12 +121,17 @@ class _TensorMaps:
     back call after call, so most calls only copy 4 x 128 bytes."""
 
     def __init__(self, driver):
-        self.encode_fn = driver.cuTensorMapEncodeTiled
+        # Untyped (PyDLL, no argtypes): every argument below is a ctypes object or a small int already.
+        self.encode_fn = driver.cuTensorMapEncodeTiledFast
         self.driver = driver
         self.cache = {}
         # Scratch for one encode: 64-byte aligned (CUtensorMap's alignment) inside a larger buffer.
         self.scratch_buf = ctypes.create_string_buffer(_TMAP_BYTES + 64)
-        self.scratch = (ctypes.addressof(self.scratch_buf) + 63) // 64 * 64
+        address = ctypes.addressof(self.scratch_buf)
+        self.scratch = ctypes.c_void_p((address + 63) // 64 * 64)
+        start = self.scratch.value - address
+        self.scratch_bytes = slice(start, start + _TMAP_BYTES)
+        self.scratch_view = memoryview(self.scratch_buf).cast("B")
         self.dims = (ctypes.c_uint64 * 2)(_HEAD_DIM, 0)
         self.strides = (ctypes.c_uint64 * 1)(_HEAD_DIM * 2)
         self.box = (ctypes.c_uint32 * 2)(64, 0)
@@ -130,61 +145,93 @@ class _TensorMaps:
                 raise ValueError("tensor at %#x is not 16-byte aligned, which TMA needs" % ptr)
             self.dims[1] = rows
             self.box[1] = box_rows
-            self.driver.check(self.encode_fn(self.scratch, _TMA_BF16, 2, ptr, self.dims, self.strides, self.box,
-                                             self.elem_strides, _TMA_INTERLEAVE_NONE, _TMA_SWIZZLE_128B,
+            self.driver.check(self.encode_fn(self.scratch, _TMA_BF16, 2, ctypes.c_void_p(ptr), self.dims, self.strides,
+                                             self.box, self.elem_strides, _TMA_INTERLEAVE_NONE, _TMA_SWIZZLE_128B,
                                              _TMA_L2_256B, _TMA_OOB_NONE),
                               "cuTensorMapEncodeTiled(rows %d, box rows %d)" % (rows, box_rows))
-            raw = ctypes.string_at(self.scratch, _TMAP_BYTES)
+            raw = bytes(self.scratch_view[self.scratch_bytes])
             if len(self.cache) >= _MAX_TMAP_CACHE:
                 self.cache.clear()
             self.cache[key] = raw
         return raw
 
 
-class _Call:
-    """Everything one call shape needs, computed once: the kernel, the grid, the output shapes, and the
-    ctypes argument holders with kernelParams pointing at them. The holders live as long as this object
-    (kept in _State.calls): a holder freed before the launch reads silently becomes 0."""
+# CUlaunchConfig (cuda.h): gridDim x y z, blockDim x y z, sharedMemBytes, (pad), hStream, attrs, numAttrs, (pad).
+_LAUNCH_CONFIG = struct.Struct("<7I4xQQI4x")
+# What each call writes into a plan's block, from byte 32 of the CUlaunchConfig on: hStream, attrs = NULL
+# and numAttrs = 0 (the pad bytes), the 8 pointer arguments at byte 64, the 4 int arguments at 128.
+_PER_CALL = struct.Struct("<Q24x8Q4i")
+_pack = _PER_CALL.pack_into
+# A plan's block (one buffer, 64-byte aligned base): CUlaunchConfig at 0, the 8 pointer arguments at 64,
+# the 4 int arguments at 128, the 4 tensor maps at 192 (64-byte aligned, CUtensorMap's alignment), the
+# kernelParams array (13 void*) at 704.
+_ARGS_AT, _INTS_AT, _TMAPS_AT, _PARAMS_AT, _BLOCK_BYTES = 64, 128, 192, 704, 808
 
-    __slots__ = ("kernel", "function", "grid_x", "grid_y", "grid_z", "threads", "smem", "lse_shape",
-                 "ptrs", "ints", "params", "params_addr", "rows", "tmaps_buf", "tmaps_addr")
 
-    def __init__(self, kernel, batch_size, num_heads, t_max, col_width):
+class _Launch:
+    """One (kernel, batch, heads, t_max): the launch geometry and a parameter block holding the
+    CUlaunchConfig, the kernel arguments and the kernelParams array that points at them, built once. A
+    call writes the stream, the 8 pointers and the 4 ints into it (one struct.pack_into: col_width may
+    change from call to call, with the same launch) and, for a TMA kernel, the 4 tensor maps; cuLaunchKernelEx copies the parameters when it enqueues, so the block
+    can be rewritten by the next call. The buffer lives as long as this object (kept by the plans)."""
+
+    __slots__ = ("kernel", "grid", "rows", "buf", "view", "base", "config", "function", "params", "tma",
+                 "tmaps")
+
+    def __init__(self, kernel, batch_size, num_heads, t_max):
         self.kernel = kernel
-        self.function = kernel.function
         tiles = (t_max // kernel.block_m) * num_heads * batch_size
         if kernel.grid_mode == 1:  # persistent: one wave of CTAs walks the work tiles
-            self.grid_x, self.grid_y, self.grid_z = max(1, min(tiles, kernel.sm_count * kernel.ctas_per_sm)), 1, 1
+            self.grid = (max(1, min(tiles, kernel.sm_count * kernel.ctas_per_sm)), 1, 1)
         else:
-            self.grid_x, self.grid_y, self.grid_z = t_max // kernel.block_m, num_heads, batch_size
-        self.threads, self.smem = kernel.threads, kernel.smem
-        self.lse_shape = (batch_size, num_heads, t_max)
+            self.grid = (t_max // kernel.block_m, num_heads, batch_size)
         self.rows = batch_size * num_heads * t_max
-        # q, k, v, row_ptr, col_idx, seq_lens, o, lse; then batch_size, num_heads, t_max, col_width; then
-        # the 4 tensor maps by value (TMA kernels only), 64-byte aligned inside their buffer.
-        self.ptrs = [ctypes.c_void_p(0) for _ in range(8)]
-        self.ints = [ctypes.c_int(n) for n in (batch_size, num_heads, t_max, col_width)]
-        self.tmaps_buf = ctypes.create_string_buffer(4 * _TMAP_BYTES + 64)
-        self.tmaps_addr = (ctypes.addressof(self.tmaps_buf) + 63) // 64 * 64
-        addrs = [ctypes.addressof(x) for x in self.ptrs + self.ints] + [self.tmaps_addr]
-        self.params = (ctypes.c_void_p * 13)(*addrs)
-        self.params_addr = ctypes.addressof(self.params)
+        self.buf = ctypes.create_string_buffer(_BLOCK_BYTES + 64)
+        address = ctypes.addressof(self.buf)
+        aligned = (address + 63) // 64 * 64
+        self.base = aligned - address
+        self.view = memoryview(self.buf).cast("B")
+        _LAUNCH_CONFIG.pack_into(self.view, self.base, self.grid[0], self.grid[1], self.grid[2],
+                                 kernel.threads, 1, 1, kernel.smem, 0, 0, 0)
+        # q, k, v, row_ptr, col_idx, seq_lens, o, lse; batch_size, num_heads, t_max, col_width; the 4
+        # tensor maps by value (TMA kernels only; the others take 12 parameters and ignore the 13th).
+        addrs = ([aligned + _ARGS_AT + 8 * i for i in range(8)] + [aligned + _INTS_AT + 4 * i for i in range(4)]
+                 + [aligned + _TMAPS_AT])
+        struct.pack_into("<13Q", self.view, self.base + _PARAMS_AT, *addrs)
+        self.config = ctypes.c_void_p(aligned)
+        self.function = ctypes.c_void_p(kernel.function)
+        self.params = ctypes.c_void_p(aligned + _PARAMS_AT)
+        self.tma = kernel.tma_rows[1] != 0
+        # (start, end) of the tensor maps in self.view
+        self.tmaps = (self.base + _TMAPS_AT, self.base + _TMAPS_AT + 4 * _TMAP_BYTES)
+
+    def describe(self):
+        k = self.kernel
+        return "variant %s (grid %d,%d,%d, %d threads, %d bytes smem)" % (
+            k.name, self.grid[0], self.grid[1], self.grid[2], k.threads, k.smem)
 
 
 class _State:
     def __init__(self, driver, device_index, kernels, stream_fn):
         self.driver = driver
-        self.launch = driver.cuLaunchKernel
         self.device_index = device_index
         self.kernels = kernels
         self.default = kernels[_dispatch.DEFAULT_VARIANT]
         self.stream = stream_fn
-        self.calls = {}
+        self.launches = {}  # (variant index, batch, heads, t_max) -> _Launch
         self.tmaps = _TensorMaps(driver)
 
-    def plan_call(self, key):
-        """Checks the shapes of a call never seen before and picks its kernel (attn_tuner_dispatch)."""
-        q_shape, k_shape, v_shape, row_ptr_shape, col_idx_shape, seq_lens_shape = key
+    def check_key(self, key):
+        """Checks the facts of a call never seen before (_call_key: shapes, dtypes, devices) and returns
+        its plan; raises ValueError / TypeError / RuntimeError naming the problem."""
+        q_shape, k_shape, v_shape, row_ptr_shape, col_idx_shape, seq_lens_shape = key[0:6]
+        dtypes, devices, contiguous = key[6:12], key[12:18], key[18:24]
+        if dtypes != (_BF16, _BF16, _BF16, _I32, _I32, _I32):
+            raise TypeError("need q, k, v bfloat16 and row_ptr, col_idx, seq_lens int32; got %s" % (list(dtypes),))
+        d = self.device_index
+        if devices != (d, d, d, d, d, d):
+            raise RuntimeError("every tensor must be on cuda:%d, where setup() loaded the kernels; got %s" % (
+                d, ["cpu" if x < 0 else "cuda:%d" % x for x in devices]))
         if len(q_shape) != 4 or q_shape[3] != _HEAD_DIM:
             raise ValueError("q must be [batch, heads, t_max, %d]; got %s" % (_HEAD_DIM, tuple(q_shape)))
         batch_size, num_heads, t_max = q_shape[0], q_shape[1], q_shape[2]
@@ -211,40 +258,44 @@ class _State:
         if t_max % kernel.block_m:
             raise ValueError("t_max %d is not a multiple of BLOCK_M %d of variant %s" % (
                 t_max, kernel.block_m, kernel.name))
-        call = _Call(kernel, batch_size, num_heads, t_max, col_width)
-        if len(self.calls) >= _MAX_CALL_PLANS:
-            self.calls.clear()  # launches copy their parameters, so dropping finished plans is safe
-        self.calls[key] = call
-        return call
+        launch_key = (kernel.index, batch_size, num_heads, t_max)
+        launch = self.launches.get(launch_key)
+        if launch is None:
+            launch = _Launch(kernel, batch_size, num_heads, t_max)
+            if len(self.launches) >= _MAX_CALL_PLANS:
+                self.launches.clear()  # launches copy their parameters, so dropping finished blocks is safe
+            self.launches[launch_key] = launch
+        plan = self.plan(launch, batch_size, num_heads, t_max, col_width, contiguous)
+        if len(_PLANS) >= _MAX_CALL_PLANS:
+            _PLANS.clear()
+        _PLANS[key] = plan
+        return plan
 
-    def run(self, call, q, k, v, row_ptr, col_idx, seq_lens):
-        """Allocates o and lse and enqueues the kernel on torch's current stream."""
-        o = torch.empty_like(q)
-        lse = q.new_empty(call.lse_shape, dtype=_F32)
-        p = call.ptrs
-        p[0].value = q.data_ptr()
-        p[1].value = k.data_ptr()
-        p[2].value = v.data_ptr()
-        p[3].value = row_ptr.data_ptr()
-        p[4].value = col_idx.data_ptr()
-        p[5].value = seq_lens.data_ptr()
-        p[6].value = o.data_ptr()
-        p[7].value = lse.data_ptr()
-        q_rows, kv_rows, o_rows = call.kernel.tma_rows
-        if kv_rows:
-            enc, dst, rows, move = self.tmaps.encoded, call.tmaps_addr, call.rows, ctypes.memmove
-            move(dst, enc(p[0].value, rows, q_rows), _TMAP_BYTES)
-            move(dst + _TMAP_BYTES, enc(p[1].value, rows, kv_rows), _TMAP_BYTES)
-            move(dst + 2 * _TMAP_BYTES, enc(p[2].value, rows, kv_rows), _TMAP_BYTES)
-            if o_rows:
-                move(dst + 3 * _TMAP_BYTES, enc(p[6].value, rows, o_rows), _TMAP_BYTES)
-        rc = self.launch(call.function, call.grid_x, call.grid_y, call.grid_z, call.threads, 1, 1, call.smem,
-                         self.stream(self.device_index), call.params_addr, None)
-        if rc != 0:
-            raise RuntimeError("cuLaunchKernel of variant %s (grid %d,%d,%d, %d threads, %d bytes smem) failed: %s" % (
-                call.kernel.name, call.grid_x, call.grid_y, call.grid_z, call.threads, call.smem,
-                self.driver.error_name(rc)))
-        return o, lse
+    @staticmethod
+    def plan(launch, batch_size, num_heads, t_max, col_width, contiguous=(True,) * 6):
+        """The tuple block_sparse_attn_fwd unpacks: copy (some input is not contiguous), lse_like (a float32
+        [B, H, t_max] tensor expanded from one element: torch.empty_like of it is a new contiguous lse,
+        ~1 us cheaper than q.new_empty(shape, dtype=float32) on an H100 host), the block's view and the offset of its per-call bytes, cuLaunchKernelEx's config / function / params,
+        the tensor maps' slice (None without TMA), the _Launch, the 4 int arguments."""
+        lse_like = torch.empty((1,), dtype=_F32, device=torch.device("cuda", _DEVICE)).expand(
+            batch_size, num_heads, t_max)
+        return (not all(contiguous), lse_like, launch.view, launch.base + 32, launch.config,
+                launch.function, launch.params, slice(*launch.tmaps) if launch.tma else None, launch,
+                batch_size, num_heads, t_max, col_width)
+
+    def tmap_blob(self, key):
+        """The 4 tensor maps (q, k, v, o; o's zeros when the kernel stores o without TMA), 512 bytes, of
+        key = (_Launch, q, k, v, o addresses), put in _TMAP_BLOBS: the caching allocator hands the same
+        addresses back call after call, so most calls find them there."""
+        launch, q_ptr, k_ptr, v_ptr, o_ptr = key
+        q_rows, kv_rows, o_rows = launch.kernel.tma_rows
+        enc, rows = self.tmaps.encoded, launch.rows
+        blob = b"".join((enc(q_ptr, rows, q_rows), enc(k_ptr, rows, kv_rows), enc(v_ptr, rows, kv_rows),
+                         enc(o_ptr, rows, o_rows) if o_rows else bytes(_TMAP_BYTES)))
+        if len(_TMAP_BLOBS) >= _MAX_TMAP_CACHE:
+            _TMAP_BLOBS.clear()
+        _TMAP_BLOBS[key] = blob
+        return blob
 
 
 def _stream_function(device_index):
@@ -369,8 +420,14 @@ def _self_check(state, kernel, device):
     """Launches `kernel` on the tiny case and compares with _reference. The bounds catch a broken
     variant (wrong arguments, wrong geometry, garbage), not the last ulp: the harness checks that."""
     q, k, v, row_ptr, col_idx, seq_lens, rows, seq_len = _self_check_case(kernel.block_m, device)
-    call = _Call(kernel, 1, 1, q.shape[2], col_idx.shape[2])
-    o, lse = state.run(call, q, k, v, row_ptr, col_idx, seq_lens)
+    # Through the entry point itself, with this kernel's plan put in for the tiny case's call facts
+    # (and taken out after: real calls get their plan from the dispatch rules).
+    key = _call_key(q, k, v, row_ptr, col_idx, seq_lens)
+    _PLANS[key] = state.plan(_Launch(kernel, 1, 1, q.shape[2]), 1, 1, q.shape[2], col_idx.shape[2])
+    try:
+        o, lse = block_sparse_attn_fwd(q, k, v, row_ptr, col_idx, seq_lens)
+    finally:
+        del _PLANS[key]
     torch.cuda.synchronize(device)
     o_ref, lse_ref = _reference(q, k, v, rows, seq_len)
     o_diff = float((o[0, 0].float() - o_ref).abs().max().item())
@@ -389,7 +446,7 @@ def setup(suite_specs=None, device="cuda", variants=None):
 
     device cpu (a harness dry run): does nothing; block_sparse_attn_fwd then raises. Raises
     RuntimeError when device is cuda but CUDA is unusable, or when a variant cannot be loaded."""
-    global _STATE
+    global _STATE, _STREAM, _DEVICE, _LAUNCH
     if not str(device).startswith("cuda"):
         return None
     if not torch.cuda.is_available():
@@ -407,9 +464,18 @@ def setup(suite_specs=None, device="cuda", variants=None):
     nvrtc_cache = []
     kernels = [_load_kernel(driver, i, spec, capability, nvrtc_cache) for i, spec in enumerate(_VARIANTS)]
     state = _State(driver, device_index, kernels, _stream_function(device_index))
-    for kernel in kernels:
-        _self_check(state, kernel, torch_device)
-    _STATE = state
+    _STREAM, _DEVICE, _LAUNCH = state.stream, device_index, driver.cuLaunchKernelEx
+    _STATE = state  # the self-check goes through block_sparse_attn_fwd
+    try:
+        for kernel in kernels:
+            _self_check(state, kernel, torch_device)
+    except BaseException:
+        _STATE = None
+        _PLANS.clear()
+        _TMAP_BLOBS.clear()
+        raise
+    _PLANS.clear()
+    _TMAP_BLOBS.clear()
     return None
 
 
@@ -428,35 +494,70 @@ def _not_ready_error(q):
     return RuntimeError("setup(suite_specs, 'cuda', variants) has not run: no kernel is loaded")
 
 
+def _call_key(q, k, v, row_ptr, col_idx, seq_lens):
+    """The facts of a call that its checks depend on: shapes, dtypes, device indices (-1: cpu),
+    contiguity. block_sparse_attn_fwd builds the same tuple inline (a function call costs ~0.1 us)."""
+    return (q.shape, k.shape, v.shape, row_ptr.shape, col_idx.shape, seq_lens.shape,
+            q.dtype, k.dtype, v.dtype, row_ptr.dtype, col_idx.dtype, seq_lens.dtype,
+            q.get_device(), k.get_device(), v.get_device(), row_ptr.get_device(), col_idx.get_device(),
+            seq_lens.get_device(),
+            q.is_contiguous(), k.is_contiguous(), v.is_contiguous(), row_ptr.is_contiguous(),
+            col_idx.is_contiguous(), seq_lens.is_contiguous())
+
+
+def variant_name(q, k, v, row_ptr, col_idx, seq_lens):
+    """The name of the variant a call with these tensors launches (after setup(); checks them)."""
+    key = _call_key(q, k, v, row_ptr, col_idx, seq_lens)
+    plan = _PLANS.get(key)
+    if plan is None:
+        if _STATE is None:
+            raise _not_ready_error(q)
+        plan = _STATE.check_key(key)
+    return plan[8].kernel.name
+
+
+def _launch_failed(rc, launch):
+    return RuntimeError("cuLaunchKernelEx of %s failed: %s" % (launch.describe(), _STATE.driver.error_name(rc)))
+
+
 def block_sparse_attn_fwd(q, k, v, row_ptr, col_idx, seq_lens):
     """o [B, H, t_max, 128] bf16 and lse [B, H, t_max] float32 (natural log) of block-sparse causal
-    attention; q, k, v bf16 [B, H, t_max, 128]; row_ptr, col_idx, seq_lens int32 (harness layout)."""
-    state = _STATE
-    if state is None:
-        raise _not_ready_error(q)
-    key = (q.shape, k.shape, v.shape, row_ptr.shape, col_idx.shape, seq_lens.shape)
-    call = state.calls.get(key)
-    if call is None:
-        call = state.plan_call(key)
-    if (q.dtype is not _BF16 or k.dtype is not _BF16 or v.dtype is not _BF16 or row_ptr.dtype is not _I32
-            or col_idx.dtype is not _I32 or seq_lens.dtype is not _I32):
-        raise TypeError("need q, k, v bfloat16 and row_ptr, col_idx, seq_lens int32; got %s" % (
-            [t.dtype for t in (q, k, v, row_ptr, col_idx, seq_lens)],))
-    d = state.device_index
-    if (q.get_device() != d or k.get_device() != d or v.get_device() != d or row_ptr.get_device() != d
-            or col_idx.get_device() != d or seq_lens.get_device() != d):
-        raise RuntimeError("every tensor must be on cuda:%d, where setup() loaded the kernels; got %s" % (
-            d, [str(t.device) for t in (q, k, v, row_ptr, col_idx, seq_lens)]))
-    if not q.is_contiguous():
-        q = q.contiguous()
-    if not k.is_contiguous():
-        k = k.contiguous()
-    if not v.is_contiguous():
-        v = v.contiguous()
-    if not row_ptr.is_contiguous():
-        row_ptr = row_ptr.contiguous()
-    if not col_idx.is_contiguous():
-        col_idx = col_idx.contiguous()
-    if not seq_lens.is_contiguous():
-        seq_lens = seq_lens.contiguous()
-    return state.run(call, q, k, v, row_ptr, col_idx, seq_lens)
+    attention; q, k, v bf16 [B, H, t_max, 128]; row_ptr, col_idx, seq_lens int32 (harness layout).
+
+    The per-call path (docs/export.md, "The call"): the call's facts (_call_key) find a plan checked
+    on the first call with those facts; o and lse allocated; stream, 8 pointers and 4 ints written into
+    the plan's parameter block (and the tensor maps of a TMA kernel); one cuLaunchKernelEx."""
+    try:
+        key = (q.shape, k.shape, v.shape, row_ptr.shape, col_idx.shape, seq_lens.shape,
+               q.dtype, k.dtype, v.dtype, row_ptr.dtype, col_idx.dtype, seq_lens.dtype,
+               q.get_device(), k.get_device(), v.get_device(), row_ptr.get_device(), col_idx.get_device(),
+               seq_lens.get_device(),
+               q.is_contiguous(), k.is_contiguous(), v.is_contiguous(), row_ptr.is_contiguous(),
+               col_idx.is_contiguous(), seq_lens.is_contiguous())
+    except AttributeError:
+        raise TypeError("q, k, v, row_ptr, col_idx, seq_lens must be torch.Tensor; got %s" % (
+            [type(t).__name__ for t in (q, k, v, row_ptr, col_idx, seq_lens)],)) from None
+    plan = _PLANS.get(key)
+    if plan is None:
+        if _STATE is None:
+            raise _not_ready_error(q)
+        plan = _STATE.check_key(key)
+    (copy, lse_like, view, at, config, function, params, tmaps, launch,
+     batch_size, num_heads, t_max, col_width) = plan
+    if copy:
+        q, k, v, row_ptr, col_idx, seq_lens = (
+            q.contiguous(), k.contiguous(), v.contiguous(), row_ptr.contiguous(), col_idx.contiguous(),
+            seq_lens.contiguous())
+    o = _empty_like(q)
+    lse = _empty_like(lse_like)
+    q_ptr, k_ptr, v_ptr, o_ptr = q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr()
+    _pack(view, at, _STREAM(_DEVICE), q_ptr, k_ptr, v_ptr, row_ptr.data_ptr(), col_idx.data_ptr(),
+          seq_lens.data_ptr(), o_ptr, lse.data_ptr(), batch_size, num_heads, t_max, col_width)
+    if tmaps is not None:
+        tkey = (launch, q_ptr, k_ptr, v_ptr, o_ptr)
+        blob = _TMAP_BLOBS.get(tkey)
+        view[tmaps] = blob if blob is not None else _STATE.tmap_blob(tkey)
+    rc = _LAUNCH(config, function, params, None)
+    if rc:
+        raise _launch_failed(rc, launch)
+    return o, lse

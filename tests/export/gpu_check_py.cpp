@@ -121,8 +121,7 @@ for i, (fam, b, h, t, w, extra) in enumerate(shapes):
     torch.cuda.synchronize()
     o_ref, lse_ref = reference(q, k, v, heads, sl.tolist())
     ok, od, ld = compare(o, lse, o_ref, lse_ref)
-    key = (q.shape, k.shape, v.shape, rp.shape, ci.shape, sl.shape)
-    variant = m._STATE.calls[key].kernel.name
+    variant = m.variant_name(q, k, v, rp, ci, sl)
     report["cases"].append({"shape": [fam, b, h, t, w, extra, ci.shape[-1]], "variant": variant, "ok": ok,
                             "o_diff": od, "lse_diff": ld})
     if not ok: problems.append("wrong result on %s: o %.3g lse %.3g" % ((fam, b, h, t), od, ld))
@@ -135,6 +134,22 @@ for i, (fam, b, h, t, w, extra) in enumerate(shapes):
             q.float(), k, v, rp, ci, sl), "float32 q")
         report["shape_error"] = expect_raises(ValueError, lambda: m.block_sparse_attn_fwd(
             q, k, v, rp[:, :, :-1], ci, sl), "short row_ptr")
+        report["kv_shape_error"] = expect_raises(ValueError, lambda: m.block_sparse_attn_fwd(
+            q, k[:, :, :-B], v, rp, ci, sl), "short k")
+        report["int_dtype_error"] = expect_raises(TypeError, lambda: m.block_sparse_attn_fwd(
+            q, k, v, rp, ci.long(), sl), "int64 col_idx")
+        report["device_error"] = expect_raises(RuntimeError, lambda: m.block_sparse_attn_fwd(
+            q, k, v, rp, ci, sl.cpu()), "seq_lens on the cpu")
+        report["type_error"] = expect_raises(TypeError, lambda: m.block_sparse_attn_fwd(
+            q, k, v, rp, ci, None), "seq_lens None")
+        for what, words in (("dtype_error", ("bfloat16", "float32")), ("int_dtype_error", ("int32", "int64")),
+                            ("device_error", ("cuda:", "cpu")), ("shape_error", ("row_ptr",)),
+                            ("kv_shape_error", ("k and v",)), ("type_error", ("torch.Tensor", "NoneType"))):
+            if not all(w in (report.get(what) or "") for w in words):
+                problems.append("%s message %r does not name %s" % (what, report.get(what), words))
+        # The same call still works after the refused ones (nothing cached from them).
+        o3, lse3 = m.block_sparse_attn_fwd(q, k, v, rp, ci, sl)
+        if not (torch.equal(o3, o) and torch.equal(lse3, lse)): problems.append("call after errors differs")
 
 # Host overhead per call on a tiny case: calls without synchronisation, so host time dominates.
 q, k, v, rp, ci, sl, heads = make_case("window", 1, 1, B, 1, 0, 7)
