@@ -111,6 +111,18 @@ struct Hasher {
 /// NVRTC's words for a header it could not open (see CompiledVariant::transient).
 bool missing_file(const std::string& log) { return log.find("cannot open source file") != std::string::npos; }
 
+/// NVRTC 13.0's --Ofast-compile (-Ofc) leaves its setting behind in the process: every later compile in the same
+/// process, with or without the option, gives other PTX and another cubin (measured with fa3_tma:
+/// lab/scripts/nvrtc_cost_probe.py, docs/results.md). In the daemon or `attn-tuner compile` one such request would
+/// put wrong cubins into the cache under the keys of later plain configs, so Compiler::compile refuses it.
+/// The option as given when it is one of those, else "" (=0, the default, leaves nothing behind: allowed).
+std::string process_state_option(const std::vector<std::string>& extra) {
+  for (const auto& o : extra)
+    for (const char* p : {"-Ofc", "--Ofc", "-Ofast-compile", "--Ofast-compile"})
+      if ((o == p || o.rfind(std::string(p) + "=", 0) == 0) && o != std::string(p) + "=0") return o;
+  return {};
+}
+
 CompiledVariant failed(std::string log, std::string hash = {}, bool transient = false) {
   CompiledVariant v;
   v.ok = false;
@@ -255,6 +267,9 @@ CompiledVariant Compiler::compile(const CompileRequest& req) const {
   for (const auto& [name, value] : req.defines)
     if (!is_identifier(name)) return failed("config parameter '" + name + "' is not a C identifier");
   if (req.kernel.empty()) return failed("no kernel name given for '" + req.source_path + "'");
+  if (const std::string o = process_state_option(req.extra_options); !o.empty())
+    return failed("NVRTC option '" + o + "' refused: NVRTC 13.0 keeps --Ofast-compile for every later compile of "
+                  "the process (other cubins for other configs)");
   const auto source = read_text(req.source_path);
   if (!source) return failed("cannot read template source '" + req.source_path + "'", {}, true);
 

@@ -86,7 +86,8 @@ class Compiler {
   explicit Compiler(CompilerOptions options = {});
 
   /// Compiles (or loads from the cache). Never throws: any problem (unreadable source, bad define name,
-  /// NVRTC error) gives ok = false, error = FailureKind::compile and the reason in `log`.
+  /// NVRTC error) gives ok = false, error = FailureKind::compile and the reason in `log`. An extra option
+  /// --Ofast-compile / -Ofc is refused that way (NVRTC 13.0 keeps it for every later compile of the process).
   CompiledVariant compile(const CompileRequest& req) const;
 
   /// Retries of a compile that failed because a file could not be read, and the wait before each.

@@ -235,6 +235,31 @@ TEST(Fa3TmaTemplate, EverySoftmaxModeAndVConversionCompilesUnserialisedWithoutSp
   EXPECT_EQ(hashes.size(), 4u);
 }
 
+// NVRTC 13.0 keeps --Ofast-compile for every later compile of the process (a plain fa3_tma compile after an -Ofc
+// one gives another cubin: lab/scripts/nvrtc_cost_probe.py), which would put wrong cubins into the cache. The
+// compiler refuses the option, so the same config compiles to the same cubin before and after such a request.
+TEST(Compiler, FastCompileOptionIsRefusedAndLeavesLaterCubinsAlone) {
+  const TemplateSpace space = TemplateSpace::load_named(templates(), "fa3_tma");
+  CompilerOptions o;
+  o.use_cache = false;
+  const Compiler c(o);
+  const CompileRequest plain{space.source_path(), space.kernel(), space.default_config(), {}};
+  const CompiledVariant before = c.compile(plain);
+  ASSERT_TRUE(before.ok) << before.log;
+  for (const std::string opt : {"-Ofc=max", "--Ofast-compile=mid", "-Ofc", "-Ofast-compile=min"}) {
+    CompileRequest fast = plain;
+    fast.extra_options = {"--use_fast_math", opt};
+    const CompiledVariant v = c.compile(fast);
+    EXPECT_FALSE(v.ok) << opt;
+    EXPECT_EQ(v.error, FailureKind::compile);
+    EXPECT_NE(v.log.find(opt), std::string::npos) << v.log;
+  }
+  const CompiledVariant after = c.compile(plain);
+  ASSERT_TRUE(after.ok) << after.log;
+  EXPECT_EQ(after.cubin_hash, before.cubin_hash);
+  EXPECT_EQ(after.cubin, before.cubin);
+}
+
 TEST(Compiler, DefaultCacheDirFollowsEnvironment) {
   ::setenv("ATTN_TUNER_CACHE", "/tmp/attn-x-cache", 1);
   EXPECT_EQ(default_cache_dir(), "/tmp/attn-x-cache");
