@@ -6,7 +6,8 @@ passes (-arch=sm_90a -std=c++17 -I<cuda include> -I<template dir> --ptxas-option
 
   phases  N        per config: front end (NVRTC to PTX only, -arch=compute_90a) and the full compile (cubin);
                    ptxas = full - front end. Best of --repeat runs each, s/config averaged.
-  options N OPT..  each extra NVRTC option set (';'-separated options, e.g. "-split-compile=0") against the
+  options N OPT..  each extra NVRTC option set (one with -Ofc compiles in a child process: it would change
+                   every later cubin of this one) (';'-separated options, e.g. "-split-compile=0") against the
                    plain compile: s/config and whether the cubin is byte-identical / same code (every ELF section
                    but .note.nv.tkinfo, which records the ptxas command line).
   ptxrepeat N      PTX of N configs: how many distinct (what a PTX-keyed cubin cache could skip).
@@ -15,11 +16,14 @@ passes (-arch=sm_90a -std=c++17 -I<cuda include> -I<template dir> --ptxas-option
                    equal to a 1-thread compile.
 
 usage (repo root, CUDA 13 at /usr/local/cuda or $NVRTC_LIB / $CUDA_INCLUDE):
-  python3 lab/scripts/nvrtc_cost_probe.py phases 8
-  python3 lab/scripts/nvrtc_cost_probe.py options 6 "-split-compile=0" "-minimal"
+  python3 lab/scripts/nvrtc_cost_probe.py --repeat 2 phases 8
+  python3 lab/scripts/nvrtc_cost_probe.py options 6 -- "-split-compile=0" "-minimal"   ('--' before options)
   python3 lab/scripts/nvrtc_cost_probe.py ptxrepeat 200
-  python3 lab/scripts/nvrtc_cost_probe.py scaling 32 1 2 4 8 16
-Options: --seed S (configs, default 1), --repeat R (phases/options: best of R, default 1).
+  python3 lab/scripts/nvrtc_cost_probe.py scaling 32 1 4 16
+Options: --seed S (configs, default 1), --repeat R (phases/options: best of R, default 1), --extra 'O1;O2'.
+On a machine with a CUDA driver (the GPU machines) NVRTC 13 keeps its own cache of PTX and cubins in the
+driver's compute cache (~/.nv/ComputeCache): a config compiled before comes back in 0.06-0.1 s, so cold
+figures there need CUDA_CACHE_DISABLE=1 (or a fresh --seed for each run); without a driver it is off.
 """
 import argparse
 import ctypes
@@ -144,6 +148,26 @@ def cmd_phases(a):
           f"{(tf - tp) / n:.3f}")
 
 
+def leaves_state(extra):
+    """NVRTC 13.0 keeps --Ofast-compile for every later compile of the process (gpu/compiler.cpp refuses it)."""
+    return any((o.split("=")[0] in ("-Ofc", "--Ofc", "-Ofast-compile", "--Ofast-compile")) and not o.endswith("=0")
+               for o in extra)
+
+
+def _compile_in_child(cfg, extra):
+    EXTRA.extend(o for o in os.environ.get("NVRTC_PROBE_EXTRA", "").split(";") if o)
+    warm_up()
+    return compile_config(cfg, extra=extra)
+
+
+def compile_isolated(cfg, extra):
+    """compile_config, in a fresh process when the options would leave state behind in this one."""
+    if not leaves_state(extra):
+        return compile_config(cfg, extra=extra)
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        return pool.apply(_compile_in_child, (cfg, extra))
+
+
 def cmd_options(a):
     warm_up()
     sets = [[]] + [[o for o in s.split(";") if o] for s in a.opts]
@@ -155,7 +179,7 @@ def cmd_options(a):
         ref = None
         row = []
         for i, extra in enumerate(sets):
-            r = min((compile_config(cfg, extra=extra) for _ in range(a.repeat)), key=lambda r: r["s"])
+            r = min((compile_isolated(cfg, extra) for _ in range(a.repeat)), key=lambda r: r["s"])
             if r["rc"]:
                 row.append(f"{' '.join(extra)}: error {r['log'].strip()[:120]}")
                 tot[i] = float("nan")
