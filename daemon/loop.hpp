@@ -4,6 +4,7 @@
 // result, screen, whole suite, champion challenge, held-out check, promotion). loop_resume.cpp: resume from
 // the DB, seeds and fidelity, templates that join the search (proposals).
 #pragma once
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -61,6 +62,11 @@ struct ActiveIdea {
   std::future<IdeaApplied> check;
   Clock::time_point t0 = Clock::now();
   std::size_t issued = 0, finished = 0;  // configs of its template handed to the compile pool / finished
+  /// Values the idea adds (a new axis' values but its default; values added to an existing axis): a config
+  /// runs the idea's code only when it uses one. Empty: every config runs it (a plain code change).
+  std::map<std::string, std::set<std::int64_t>> new_values;
+  /// Whether `c` runs the idea (see new_values).
+  bool active(const Config& c) const;
   double gpu_ms = 0;                     // its iterations' GPU time and its judging
 };
 
@@ -126,6 +132,9 @@ class Loop {
   RunSummary summary_;
   Clock::time_point started_ = Clock::now();
   std::map<std::string, std::int64_t> proposal_of_;  // proposed template -> its proposal id
+  std::future<ProposalRoundResult> proposing_;  // the proposer call running beside the tuning (valid while it runs)
+  std::atomic<bool> proposal_cancel_{false};    // asks it to stop (kills the proposer: recorded interrupted)
+  bool idle_proposal_tried_ = false;             // with nothing else to tune, the proposer was asked once
   std::int64_t proposed_at_ = 0, champion_at_ = 0;  // iterations of this run at the last proposal / promotion
   double champion_eval_ms_ = 0;  // last evaluation wall time of the overall champion (watchdog)
   // Where the time goes (ms): NVRTC (sum over compile threads), case building, evaluations, re-timings.
@@ -164,6 +173,8 @@ class Loop {
   /// Before the judging: the parent's champion now (it may have moved while the idea was tuned), with the
   /// idea's new axes, is evaluated in the idea's space too. True when it queued such configs.
   bool catch_up_idea();
+  /// `base` completed in the idea's space, first with each of its new values, then as it is.
+  std::vector<std::pair<Config, std::string>> idea_variants(const TemplateSpace& space, const Config& base) const;
   /// A template's best config as a contender for the A/B/A re-timing (its cubin from the cache).
   Contender idea_contender(const std::string& tname, const Champion& c);
   /// A/B/A against the parent's best, the held-out seed, the verdict.
@@ -190,6 +201,12 @@ class Loop {
   /// A contender validated and timed on the held-out cases, on the GPU of the challenge in progress; the
   /// tuning cases are prepared again after.
   HoldoutResult eval_holdout(const Contender& c);
+  /// Two contenders on the held-out cases, prepared once (an idea and its parent, daemon/loop_ideas.cpp).
+  std::pair<HoldoutResult, HoldoutResult> eval_holdout_pair(const Contender& a, const Contender& b);
+  /// The slot's worker given the held-out cases (the tuning cases come back with ensure_cases).
+  bool prepare_holdout(GpuSlot& slot);
+  /// One contender validated and timed on the held-out cases already prepared on `slot`.
+  HoldoutResult eval_on_holdout(GpuSlot& slot, const Contender& c);
   /// Live progress for `attn-tuner status` (the DB holds the iterations; this holds what is in flight
   /// and the limits): <db>.status.json, replaced atomically.
   void write_status(const std::string& current);
@@ -229,9 +246,13 @@ class Loop {
   void add_template(TemplateSpace space, std::int64_t proposal_id);
   /// Accepted proposals of earlier runs whose root template this run tunes rejoin the search, from the DB.
   void load_proposed_templates();
-  /// One call of the proposer hook (daemon/proposal_round.hpp), from the overall champion's template.
-  /// True when a new template joined the search.
-  bool propose();
+  /// Starts one call of the proposer hook (proposer/proposal_round.hpp) from the overall champion's template,
+  /// on a thread of its own with its own DB connection: the GPU goes on tuning while the proposer thinks.
+  /// Nothing when no champion exists yet.
+  void start_proposal();
+  /// A finished call: its crash iteration logged, its template joins the search. `wait`: wait for a running
+  /// call (the run's end). True when a new template joined.
+  bool collect_proposal(bool wait = false);
   /// A/B/A re-timing of a validated variant: timing only.
   std::optional<Measured> retime(const Contender& c);
   void report_throughput();

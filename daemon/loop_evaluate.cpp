@@ -59,15 +59,9 @@ Outcome outcome_of(const IterationRecord& it) {
   return Outcome::failed(it.iter, to_string(it.failure_kind));
 }
 
-HoldoutResult Loop::eval_holdout(const Contender& c) {
-  GpuSlot& slot = *challenge_slot_;
+HoldoutResult Loop::eval_on_holdout(GpuSlot& slot, const Contender& c) {
   HoldoutResult h;
   const auto t0 = Clock::now();
-  slot.cases_gen = -1;  // its worker holds the held-out cases from now on
-  if (!prepare_suite(slot, holdout_cases_)) {
-    h.failure = "the worker could not build the held-out cases";
-    return h;
-  }
   const EvalRequest req{c.cubin_path, c.kernel, o_.timing, true, true, {}};
   const auto deadline = eval_deadline();
   const EvalResponse r = unlocked(mu_, [&] { return slot.worker->eval(req, deadline); });
@@ -87,8 +81,41 @@ HoldoutResult Loop::eval_holdout(const Contender& c) {
     if (!r.status.ok() && !is_result_check_failure(r.status.failure) && r.status.failure != FailureKind::device_limit)
       restart_worker(slot);
   }
+  return h;
+}
+
+bool Loop::prepare_holdout(GpuSlot& slot) {
+  slot.cases_gen = -1;  // its worker holds the held-out cases from now on
+  const auto t0 = Clock::now();
+  const bool ok = prepare_suite(slot, holdout_cases_);
+  holdout_ms_ += seconds_since(t0) * 1000;
+  return ok;
+}
+
+HoldoutResult Loop::eval_holdout(const Contender& c) {
+  GpuSlot& slot = *challenge_slot_;
+  HoldoutResult h;
+  if (!prepare_holdout(slot)) {
+    h.failure = "the worker could not build the held-out cases";
+    return h;
+  }
+  h = eval_on_holdout(slot, c);
   if (slot.ready) ensure_cases(slot);
   return h;
+}
+
+std::pair<HoldoutResult, HoldoutResult> Loop::eval_holdout_pair(const Contender& a, const Contender& b) {
+  GpuSlot& slot = *challenge_slot_;
+  std::pair<HoldoutResult, HoldoutResult> out;
+  if (!prepare_holdout(slot)) {
+    out.first.failure = out.second.failure = "the worker could not build the held-out cases";
+    return out;
+  }
+  out.first = eval_on_holdout(slot, a);
+  if (slot.ready) out.second = eval_on_holdout(slot, b);  // a crash of the first restarted the worker: none
+  else out.second.failure = "not run: the worker restarted after the other's failure";
+  if (slot.ready) ensure_cases(slot);
+  return out;
 }
 
 void Loop::finish(IterationRecord& it, const Config& cfg, GpuSlot& slot) {

@@ -36,6 +36,22 @@ Config with(Config c, const std::string& axis, std::int64_t value) {
 
 }  // namespace
 
+bool ActiveIdea::active(const Config& c) const {
+  if (new_values.empty()) return true;
+  for (const auto& [p, values] : new_values)
+    if (const auto v = c.find(p); v != c.end() && values.count(v->second)) return true;
+  return false;
+}
+
+std::vector<std::pair<Config, std::string>> Loop::idea_variants(const TemplateSpace& space, const Config& base) const {
+  std::vector<std::pair<Config, std::string>> out;
+  const Config c = space.complete(base);
+  for (const auto& [p, values] : idea_->new_values)
+    for (const auto v : values) out.emplace_back(with(c, p, v), fmt::format("{}={}", p, v));
+  out.emplace_back(c, "");
+  return out;
+}
+
 void Loop::load_idea_templates() {
   std::map<std::string, std::string> verdict_of;  // template -> the verdict of its idea (latest row)
   for (const auto& i : db_.ideas())
@@ -208,8 +224,19 @@ void Loop::finish_idea_check() {
   TemplateSpace space = std::move(*r.check.space);
   if (o_.shard) space.restrict_to_shard(o_.shard->index, o_.shard->count);
   const std::string t = space.name();
-  // Seeds: the parent's champion and best configs, each also with every new axis moved off its default.
+  // What the idea adds: values of new axes but their defaults, values added to the parent's axes.
   const SearchState& ps = search_.state(a.rec.parent_template);
+  for (const auto& p : space.parameters()) {
+    const auto pp = std::find_if(ps.space().parameters().begin(), ps.space().parameters().end(),
+                                 [&](const Parameter& q) { return q.name == p.name; });
+    for (const auto v : p.values) {
+      const bool is_new = pp == ps.space().parameters().end()
+                              ? v != space.default_config().at(p.name)
+                              : std::find(pp->values.begin(), pp->values.end(), v) == pp->values.end();
+      if (is_new) a.new_values[p.name].insert(v);
+    }
+  }
+  // Seeds: the parent's champion and best configs, each first with every new value, then as they are.
   std::vector<std::pair<Config, std::string>> bases;
   if (const auto c = ps.champion()) bases.emplace_back(c->config, fmt::format("parent's champion (iter {})", c->iter));
   for (const auto& [c, outcome] : ps.ranked()) {
@@ -218,14 +245,9 @@ void Loop::finish_idea_check() {
       bases.emplace_back(c, fmt::format("parent's iter {}", outcome.iter));
   }
   std::vector<Proposal> seeds;
-  for (const auto& [base, what] : bases) {
-    const Config c = space.complete(base);
-    for (const auto& [axis, values] : a.file.space.items())
-      for (const auto& v : values)
-        if (v != a.file.defaults[axis])
-          seeds.push_back({with(c, axis, v.get<std::int64_t>()), fmt::format("idea: {}, {}={}", what, axis, v.dump())});
-    seeds.push_back({c, "idea: " + what});
-  }
+  for (const auto& [base, what] : bases)
+    for (const auto& [c, change] : idea_variants(space, base))
+      seeds.push_back({c, "idea: " + what + (change.empty() ? "" : ", " + change)});
   kernels_[t] = space.kernel();
   sources_[t] = space.source_path();
   proposal_of_[t] = *a.rec.proposal_id;
@@ -253,12 +275,7 @@ bool Loop::catch_up_idea() {
   if (!parent_best) return false;
   SearchState& st = search_.state(a.rec.template_name);
   std::vector<Config> missing;
-  const Config base = st.space().complete(parent_best->config);
-  std::vector<Config> wanted{base};
-  for (const auto& [axis, values] : a.file.space.items())
-    for (const auto& v : values)
-      if (v != a.file.defaults[axis]) wanted.push_back(with(base, axis, v.get<std::int64_t>()));
-  for (const auto& c : wanted)
+  for (const auto& [c, change] : idea_variants(st.space(), parent_best->config))
     if (!st.seen(c) && !st.space().check(c)) missing.push_back(c);
   if (missing.empty()) return false;
   // The parent found a better config while the idea was tuned: the idea gets it too, then the judging.
@@ -284,26 +301,44 @@ Contender Loop::idea_contender(const std::string& tname, const Champion& c) {
 
 void Loop::judge_idea(GpuSlot& slot) {
   ActiveIdea& a = *idea_;
+  std::string inactive_note;
   const std::string t = a.rec.template_name;
   search_.prefer("");
   a.rec.status = "judging";
   db_.update_idea(a.rec);
   const SearchState& st = search_.state(t);
   a.rec.configs = std::int64_t(st.results().size());
-  const auto best = st.champion();
+  // The idea's contender: its best config that runs the idea (a config with every new value off is the
+  // parent's code: a lead there would be the parent's own tuning noise, not the idea).
+  std::optional<Champion> best;
+  for (const auto& [c, o] : st.ranked())
+    if (a.active(c)) {
+      best = Champion{c, o.iter, *o.score_ms};
+      break;
+    }
   if (!best) {
     std::map<std::string, int> kinds;
+    std::size_t active = 0;
     for (const auto& [c, o] : st.results())
-      if (!o.ok()) ++kinds[o.failure];
+      if (a.active(c)) {
+        ++active;
+        if (!o.ok()) ++kinds[o.failure];
+      }
+    search_.retire(t);
+    if (!active)
+      return end_idea("no_gain", "", fmt::format("none of its {} configs ran the idea (every new value off)",
+                                                 st.results().size()));
     std::string kind = "crash";
     int n = 0;
     for (const auto& [k, count] : kinds)
       if (count > n) kind = k, n = count;
-    search_.retire(t);
     return end_idea("broken", kind,
-                    fmt::format("none of its {} configs gave a valid whole-suite result ({} of them: {})",
-                                st.results().size(), n, kind));
+                    fmt::format("none of its {} configs with the idea on gave a valid whole-suite result ({} of "
+                                "them: {})", active, n, kind));
   }
+  if (const auto overall = st.champion(); overall && !a.active(overall->config) && overall->score_ms < best->score_ms)
+    inactive_note = fmt::format("; its fastest config overall (iter {}, {:.4f} ms) has the idea off", overall->iter,
+                                overall->score_ms);
   a.rec.best_iteration_id = best->iter;
   a.rec.best_ms = best->score_ms;
   const auto parent_best = search_.state(a.rec.parent_template).champion();
@@ -360,7 +395,7 @@ void Loop::judge_idea(GpuSlot& slot) {
   // The held-out seed: both validated and timed there, on the same GPU.
   std::string kind;
   if (holdout_) {
-    const HoldoutResult hp = eval_holdout(pc), hi = eval_holdout(ic);
+    const auto [hp, hi] = eval_holdout_pair(pc, ic);
     if (hp.ok) a.rec.holdout_parent_ms = hp.measured.score_ms;
     if (hi.ok) a.rec.holdout_idea_ms = hi.measured.score_ms;
     if (!hi.ok) {
@@ -378,6 +413,7 @@ void Loop::judge_idea(GpuSlot& slot) {
   }
   challenge_slot_ = nullptr;
   a.gpu_ms += seconds_since(t0) * 1000;
+  reason += inactive_note;
   if (verdict != "win") search_.retire(t);
   else search_.set_strategy(t, make_strategy(o_.strategy, o_.seed));  // a win is tuned on like any template
   end_idea(verdict, kind, reason);

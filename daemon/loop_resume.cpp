@@ -5,6 +5,9 @@
 #include <spdlog/spdlog.h>
 
 #include "daemon/loop.hpp"
+#include "daemon/pid_lock.hpp"
+#include "daemon/stale_worker.hpp"
+#include "daemon/supervise.hpp"
 #include "db/iters_tsv.hpp"
 #include "tuner/proposal_template.hpp"
 
@@ -123,18 +126,40 @@ void Loop::load_proposed_templates() {
   }
 }
 
-bool Loop::propose() {
+void Loop::start_proposal() {
+  if (proposing_.valid()) return;
   proposed_at_ = summary_.iterations;
   const auto& champ = champions_.overall();
-  if (!champ || !kernels_.count(champ->template_name)) return false;  // nothing to start from yet
-  for (auto& f : inflight_) f.compiled.wait();  // no compile writes to the watched folders meanwhile
-  write_status(fmt::format("proposer: {}", o_.proposer.command));
+  if (!champ || !kernels_.count(champ->template_name)) return;  // nothing to start from yet
   std::vector<std::string> template_dirs{templates_dir_};
   if (default_templates_dir() != templates_dir_) template_dirs.push_back(default_templates_dir());
-  auto r = run_proposal_round(o_.proposer,
-                              {summary_.run_id, suite_label_, &search_.state(champ->template_name).space(),
-                               champ->iter, o_.db_path, template_dirs},
-                              db_, compiler_, [this] { return stop_.stopping(); });
+  // The parent is copied: the search's templates may grow (and move) while the proposer runs.
+  auto parent = std::make_shared<TemplateSpace>(search_.state(champ->template_name).space());
+  ProposalRequest req{summary_.run_id, suite_label_, parent.get(), champ->iter, o_.db_path, template_dirs,
+                      {o_.db_path, o_.db_path + "-wal", o_.db_path + "-shm", o_.db_path + "-journal", tsv_path_,
+                       status_file_for(o_.db_path), status_file_for(o_.db_path) + ".tmp",
+                       worker_record_file_for(o_.db_path), pid_file_for(o_.db_path), log_file_for(o_.db_path)}};
+  proposal_cancel_ = false;
+  proposing_ = std::async(std::launch::async, [this, req, parent] {
+    auto db = ExperimentDb::open(o_.db_path);  // a connection of its own: SQLite serialises the two writers
+    return run_proposal_round(o_.proposer, req, db, compiler_,
+                              [this] { return stop_.stopping() || proposal_cancel_.load(); });
+  });
+  say(fmt::format("proposer: `{}` runs beside the tuning (from {}, champion iter {})", o_.proposer.command,
+                  champ->template_name, champ->iter));
+}
+
+bool Loop::collect_proposal(bool wait) {
+  if (!proposing_.valid()) return false;
+  if (!wait && proposing_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return false;
+  ProposalRoundResult r;
+  try {
+    r = unlocked(mu_, [&] { return proposing_.get(); });
+  } catch (const std::exception& e) {
+    spdlog::error("proposer call failed: {}", e.what());
+    say(std::string("proposer: the call failed: ") + e.what());
+    return false;
+  }
   if (r.crash_iter) {
     append_row(tsv_path_, *db_.iteration(*r.crash_iter));
     ++summary_.iterations;
@@ -143,6 +168,7 @@ bool Loop::propose() {
   say(r.crash_iter ? fmt::format("iter {:>4} crash       {}", *r.crash_iter, r.summary) : r.summary);
   if (!r.accepted) return false;
   add_template(std::move(*r.accepted), r.proposal_id);
+  idle_proposal_tried_ = false;
   return true;
 }
 

@@ -181,9 +181,21 @@ void Loop::gpu_loop(GpuSlot& slot, std::unique_lock<std::mutex>& lock) {
     }
     maybe_rotate();
     poll_ideas(slot);
-    if (o_.proposer.due(summary_.iterations, summary_.iterations - champion_at_, proposed_at_)) propose();
+    collect_proposal();
+    if (!proposing_.valid() && o_.proposer.due(summary_.iterations, summary_.iterations - champion_at_, proposed_at_))
+      start_proposal();
     refill();
-    if (inflight_.empty() && busy_ == 0 && o_.proposer.enabled() && !stop_reason() && propose()) continue;
+    if (inflight_.empty() && busy_ == 0 && o_.proposer.enabled() && !stop_reason()) {
+      if (!proposing_.valid() && !idle_proposal_tried_) {  // nothing else to tune: ask the proposer once
+        idle_proposal_tried_ = true;
+        start_proposal();
+      }
+      if (proposing_.valid()) {  // it may bring a template: wait for it rather than end
+        slot.state = "idle";
+        cv_.wait_for(lock, milliseconds(200));
+        continue;
+      }
+    }
     if (inflight_.empty() && idea_ && busy_ == 0) {  // its check is still running: wait for it, not the end
       slot.state = "idle";
       cv_.wait_for(lock, milliseconds(200));

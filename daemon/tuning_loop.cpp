@@ -139,6 +139,14 @@ RunSummary Loop::run() {
     summary_.stop_reason = std::string("failed: ") + explain_run_failure(e, o_.db_path);
     spdlog::error("run {} {}", summary_.run_id, summary_.stop_reason);
   }
+  if (proposing_.valid()) {  // a proposer call still running: stopped, recorded interrupted
+    proposal_cancel_ = true;
+    try {
+      collect_proposal(true);
+    } catch (const std::exception& e) {
+      spdlog::warn("the last proposer call: {}", e.what());
+    }
+  }
   for (auto& f : inflight_) search_.state(f.proposal.template_name).cancel_pending(f.proposal.proposal.config);
   interrupt_idea("the run ended before its verdict (" + summary_.stop_reason + "); queued again, it runs from the start");
   try {
@@ -186,6 +194,7 @@ void Loop::write_status(const std::string& current) {
                                                       {"configs", idea_->finished}}
                                      : nlohmann::json()},
                       {"idea_queue", o_.ideas.dir},
+                      {"proposer", proposing_.valid() ? "running beside the tuning" : ""},
                       {"updated_unix", std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()}};
   const std::string path = status_file_for(o_.db_path), tmp = path + ".tmp";
   if (FILE* f = std::fopen(tmp.c_str(), "w")) {

@@ -114,6 +114,12 @@ TEST(Ideas, EachVerdictStackingNoRerunAndNoGpuTimeForBrokenOnes) {
   f.queue_idea("10_same_as_04.idea", after_f("the same code as 04, other words", "// nothing"), age--);
   f.queue_idea("11_bad_space.idea", "Description: a value twice\nSpace: {\"FAST2\": [0, 0]}\nDefault: {\"FAST2\": 0}\n\n", age--);
   f.queue_idea("12_malformed.idea", "Description: counts wrong\n\n--- a/fake.cu\n+++ b/fake.cu\n@@ -1,5 +1,5 @@\n-x\n+y\n", age--);
+  // A value added to an existing axis (a JSON-only diff): only configs with A = 7 run it. Its fastest config
+  // overall has the idea off (the parent's code at its best config); the verdict is on A = 7, slower.
+  f.queue_idea("13_new_value.idea", "Description: A = 7 too\n\n--- a/fake.json\n+++ b/fake.json\n@@ -4,4 +4,4 @@\n"
+                "   \"kernel\": \"block_sparse_attn_fwd\",\n   \"parameters\": {\n"
+                "-    \"A\": {\"values\": [1, 2, 3, 4, 5, 6]},\n+    \"A\": {\"values\": [1, 2, 3, 4, 5, 6, 7]},\n"
+                "     \"B\": {\"values\": [1, 2, 3]},\n", age--);
   test::write_text(f.queue + "/notes.txt", "not an idea: ignored");
 
   const Output out = test::run_tuner(f.args(""));
@@ -140,7 +146,10 @@ TEST(Ideas, EachVerdictStackingNoRerunAndNoGpuTimeForBrokenOnes) {
   EXPECT_EQ(verdict("10_same_as_04.idea"), "(none)") << "the same diff on the same parent ran twice";
   EXPECT_EQ(verdict("11_bad_space.idea"), "broken:bad_input");
   EXPECT_EQ(verdict("12_malformed.idea"), "broken:bad_input");
-  EXPECT_EQ(by_file.size(), 11u);
+  EXPECT_EQ(verdict("13_new_value.idea"), "slower:");
+  EXPECT_NE(by_file["13_new_value.idea"].reason.find("has the idea off"), std::string::npos)
+      << by_file["13_new_value.idea"].reason;
+  EXPECT_EQ(by_file.size(), 12u);
   EXPECT_NE(by_file["08_bad_bytes.idea"].reason.find("UTF-8"), std::string::npos) << by_file["08_bad_bytes.idea"].reason;
   EXPECT_NE(by_file["12_malformed.idea"].reason.find("ends early"), std::string::npos) << by_file["12_malformed.idea"].reason;
   EXPECT_NE(by_file["10_same_as_04.idea"].reason, "x");
@@ -193,7 +202,7 @@ TEST(Ideas, EachVerdictStackingNoRerunAndNoGpuTimeForBrokenOnes) {
   const Output again = test::run_tuner(f.args(""));
   ASSERT_EQ(again.code, 0) << again.text;
   auto db2 = ExperimentDb::open(f.db, ExperimentDb::Mode::read_only);
-  EXPECT_EQ(db2.ideas().size(), 11u);
+  EXPECT_EQ(db2.ideas().size(), 12u);
 }
 
 TEST(Ideas, AnIdeaDroppedIntoARunningDaemonIsJudgedAndAVanishedQueueIsReported) {
