@@ -48,6 +48,7 @@ ProposalContext context_for(const ProposerOptions& o, const ProposalRequest& r, 
                             .order = IterationQuery::Order::iter_desc,
                             .limit = std::int64_t(o.recent)});
   std::reverse(c.recent.begin(), c.recent.end());
+  c.ideas = db.ideas();
   return c;
 }
 

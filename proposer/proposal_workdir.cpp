@@ -57,6 +57,28 @@ std::string top_tsv(const std::vector<IterationRecord>& top) {
   return s;
 }
 
+/// The judged ideas (status done) of the idea queue, oldest first.
+std::vector<const IdeaRecord*> judged_ideas(const std::vector<IdeaRecord>& ideas) {
+  std::vector<const IdeaRecord*> out;
+  for (const auto& i : ideas)
+    if (i.status == "done" && !i.verdict.empty()) out.push_back(&i);
+  return out;
+}
+
+std::string pct(const std::optional<double>& v) { return v ? fmt::format("{:.2f}", *v) : "-"; }
+
+/// results/ideas_tried.tsv: one line per judged idea; text fields through tsv_text (tabs and newlines
+/// escaped), "-" for a missing number.
+std::string ideas_tsv(const std::vector<IdeaRecord>& ideas) {
+  std::string s = "idea\tfile\tdescription\tparent\ttemplate\tverdict\tbroken_kind\tdelta_pct\tnoise_pct\treason\n";
+  for (const IdeaRecord* i : judged_ideas(ideas))
+    s += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n", i->id, tsv_text(i->file), tsv_text(i->description),
+                     tsv_text(i->parent_template), tsv_text(i->template_name.empty() ? "-" : i->template_name),
+                     i->verdict, i->broken_kind.empty() ? "-" : i->broken_kind, pct(i->delta_pct),
+                     pct(i->noise_pct), tsv_text(i->reason));
+  return s;
+}
+
 /// PROPOSE.md: the contract, with this call's values filled in.
 std::string propose_md(const ProposalContext& c, const std::vector<std::string>& headers) {
   const TemplateSpace& p = *c.parent;
@@ -81,6 +103,11 @@ and keeps it only if it wins. This directory is yours: read anything in it, writ
 - `results/champion_compile.log`: the NVRTC / ptxas log of its compile (registers, spills per kernel).
 - `results/top_configs.tsv`: the {k} fastest configs on `{suite}`, best first.
 - `results/recent_iters.tsv`: the last {n} iterations in iters.tsv format (keep / discard / crash and why).
+- `results/ideas_tried.tsv`: the {m} kernel ideas already tried and judged (the idea queue, one per line):
+  file, description, parent template, verdict (`win`: faster than its parent by more than the noise;
+  `no_gain`: within the noise; `slower`; `broken`, with its kind: did not apply, compile, ABI, wrong
+  results...), delta_pct (score vs the parent, %, negative is faster), noise_pct, reason. Do not propose
+  these again: a `win` is in the champion's lineage already, the others did not pay.
 
 ## What to write: all three files, or none
 - `{src}`: the new template. It may include the headers in this directory (`#include "name"`); your edited
@@ -135,7 +162,8 @@ an A/B/A re-timing, and only a champion reaches the export.
                      fmt::arg("id", c.proposal_id), fmt::arg("parent", p.name()), fmt::arg("headers", header_list),
                      fmt::arg("iter", c.champion.iter), fmt::arg("params", c.champion.params),
                      fmt::arg("score", opt_num(c.champion.geomean_ms)), fmt::arg("suite", c.suite),
-                     fmt::arg("k", c.top.size()), fmt::arg("n", c.recent.size()), fmt::arg("src", kProposalSource),
+                     fmt::arg("k", c.top.size()), fmt::arg("n", c.recent.size()),
+                     fmt::arg("m", judged_ideas(c.ideas).size()), fmt::arg("src", kProposalSource),
                      fmt::arg("space", kProposalSpace), fmt::arg("desc", kProposalDescription),
                      fmt::arg("kernel", p.kernel()), fmt::arg("oa", tol.output_atol), fmt::arg("orr", tol.output_rtol),
                      fmt::arg("la", tol.lse_atol), fmt::arg("lr", tol.lse_rtol), fmt::arg("timeout", c.timeout_s));
@@ -167,6 +195,7 @@ void write_proposal_workdir(const std::string& dir, const ProposalContext& c) {
              c.champion_variant ? c.champion_variant->compile_log : std::string("(no compile log recorded)\n"));
   write_file(root / "results" / "top_configs.tsv", top_tsv(c.top));
   write_file(root / "results" / "recent_iters.tsv", render_all(c.recent));
+  write_file(root / "results" / "ideas_tried.tsv", ideas_tsv(c.ideas));
   write_file(root / "PROPOSE.md", propose_md(c, headers));
 
   const auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
@@ -188,6 +217,7 @@ void write_proposal_workdir(const std::string& dir, const ProposalContext& c) {
         {"spill_bytes", c.champion_variant && c.champion_variant->spill_bytes
                             ? nlohmann::json(*c.champion_variant->spill_bytes)
                             : nlohmann::json(nullptr)}}},
+      {"ideas_tried", {{"file", "results/ideas_tried.tsv"}, {"count", judged_ideas(c.ideas).size()}}},
       {"outputs", {{"source", kProposalSource}, {"space", kProposalSpace}, {"description", kProposalDescription}}}};
   write_file(root / "context.json", j.dump(2) + "\n");
 }

@@ -1,5 +1,6 @@
 // The working directory a proposer is called in (docs/proposer.md): the champion's template and headers,
-// what the daemon knows about it (per-case results, compile log, top configs, recent iterations), the
+// what the daemon knows about it (per-case results, compile log, top configs, recent iterations, the ideas
+// already tried with their verdicts), the
 // contract PROPOSE.md and context.json. The proposer writes proposal.cu, proposal.json and description.txt
 // beside them.
 #pragma once
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "db/records.hpp"
+#include "db/store.hpp"
 #include "tuner/space.hpp"
 
 namespace attn {
@@ -29,12 +31,14 @@ struct ProposalContext {
   std::optional<VariantRecord> champion_variant;
   std::vector<IterationRecord> top;            ///< fastest configs of the suite, best first
   std::vector<IterationRecord> recent;         ///< the last iterations, oldest first
+  std::vector<IdeaRecord> ideas;               ///< the idea queue's rows, oldest first (those judged are listed)
 };
 
 /// Creates `dir` (it must not exist yet) and writes into it:
 ///   PROPOSE.md, context.json, <parent>.cu, <parent>.json and every local include of <parent>.cu at its
 ///   include path, results/champion.txt, results/champion_cases.tsv, results/champion_compile.log,
-///   results/top_configs.tsv, results/recent_iters.tsv.
+///   results/top_configs.tsv, results/recent_iters.tsv, results/ideas_tried.tsv (every idea of `ideas` with a
+///   verdict: what not to propose again).
 /// Throws std::invalid_argument without a parent template; std::runtime_error naming the path on I/O errors.
 void write_proposal_workdir(const std::string& dir, const ProposalContext& context);
 

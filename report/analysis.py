@@ -264,3 +264,38 @@ def _csv_baseline(path, text):
     if not out:
         raise ReportError(f"--baseline {path}: no case_id,us rows")
     return out, "CSV of per-case us"
+
+
+IDEA_VERDICTS = ("win", "no_gain", "slower", "broken")
+
+
+def rank_ideas(ideas):
+    """The idea queue's rows split for the report: (measured, broken, pending). measured: judged ideas with a
+    measured effect (verdict win, no_gain or slower and a delta_pct), ranked by delta_pct, most negative (the
+    biggest speed-up over the parent) first, ties by id; broken: verdict broken, oldest first; pending: the
+    rest (still checking, tuning or judging, interrupted, or judged without a measured effect)."""
+    measured = sorted((i for i in ideas if i["verdict"] in ("win", "no_gain", "slower") and i["delta_pct"] is not None),
+                      key=lambda i: (i["delta_pct"], i["id"]))
+    broken = [i for i in ideas if i["verdict"] == "broken"]
+    taken = {i["id"] for i in measured} | {i["id"] for i in broken}
+    return measured, broken, [i for i in ideas if i["id"] not in taken]
+
+
+def champion_lineage(template, ideas, proposals):
+    """What the template `template` stacks, root first: a list of steps {"template", "idea", "proposal"} from
+    the repository template it descends from (idea and proposal None) to `template`. A step's template was
+    made by an idea (ideas.template, the latest such row) or else by a proposal (proposals.template); its
+    parent is that row's parent_template. The chain ends at a template no idea or proposal made (the root),
+    or at a template seen before (a cycle cannot happen in a sound DB; it stops rather than loops)."""
+    by_idea = {i["template"]: i for i in ideas if i["template"]}  # ideas are oldest first: the latest wins
+    by_proposal = {p["template"]: p for p in proposals if p["template"]}
+    steps, seen, t = [], set(), template
+    while t and t not in seen:
+        seen.add(t)
+        idea, prop = by_idea.get(t), None if t in by_idea else by_proposal.get(t)
+        steps.append({"template": t, "idea": idea, "proposal": prop})
+        parent = (idea or prop or {}).get("parent_template")
+        if not (idea or prop):
+            break
+        t = parent
+    return list(reversed(steps))

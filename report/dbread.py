@@ -35,7 +35,7 @@ def load(conn, suite):
     """Everything the report shows about `suite`, as plain dicts (column names as in the DB):
     runs, iterations (params parsed into `config`, `fidelity` None when the column is absent),
     cases {iteration id: [case rows]} of keep/discard iterations, champions, promotions (aba parsed),
-    compile_logs {variant id: log} of failed compiles."""
+    compile_logs {variant id: log} of failed compiles, ideas (load_ideas), proposals (load_proposals)."""
     has_fidelity = "fidelity" in columns(conn, "iterations")
     fid = "i.fidelity" if has_fidelity else "NULL"
     runs = _rows(conn, "SELECT * FROM runs WHERE suite = ? ORDER BY id", suite)
@@ -67,4 +67,23 @@ def load(conn, suite):
         """SELECT v.id, v.compile_log FROM variants v
            WHERE v.compile_ok = 0 AND v.id IN (SELECT variant_id FROM iterations WHERE suite = ?)""", (suite,))}
     return {"suite": suite, "runs": runs, "iterations": its, "cases": cases, "champions": champions,
-            "promotions": promotions, "compile_logs": compile_logs, "has_fidelity": has_fidelity}
+            "promotions": promotions, "compile_logs": compile_logs, "has_fidelity": has_fidelity,
+            "ideas": load_ideas(conn, suite), "proposals": load_proposals(conn)}
+
+
+def load_ideas(conn, suite):
+    """The idea queue's rows (table ideas, schema 8) of the runs of `suite`, oldest first; [] for a DB
+    without the table (schema 7 or older)."""
+    if not columns(conn, "ideas"):
+        return []
+    return _rows(conn, """SELECT i.* FROM ideas i JOIN runs r ON r.id = i.run_id WHERE r.suite = ?
+                          ORDER BY i.id""", suite)
+
+
+def load_proposals(conn):
+    """id, template, parent_template, status, description of every proposal (for the champion's
+    lineage); [] for a DB without the table."""
+    if not {"template", "parent_template"} <= set(columns(conn, "proposals")):
+        return []
+    return _rows(conn, """SELECT id, template, parent_template, status, description FROM proposals
+                          ORDER BY id""")

@@ -12,6 +12,8 @@ img { max-width: 100%; border: 1px solid #eee; margin: 0.4em 0; }
 pre { background: #f7f7f7; padding: 0.5em; font-size: 0.78em; overflow-x: auto; max-height: 22em; }
 p.note { background: #fff6dd; border-left: 4px solid #e0b000; padding: 0.4em 0.7em; }
 .small { font-size: 0.85em; color: #555; }
+.v-win { color: #1a7f37; font-weight: bold; } .v-no_gain { color: #666; } .v-slower { color: #b35900; }
+.v-broken { color: #c00; font-weight: bold; }
 """
 
 

@@ -16,6 +16,7 @@ MAX_STRIP_POINTS = 100  # configs drawn as points per box (a random sample beyon
 FAMILY_SHORT = {"sliding_window": "window", "sliding_window_global": "global",
                 "sliding_window_retrieval": "retrieval"}
 FAMILY_MARKER = {"sliding_window": "o", "sliding_window_global": "s", "sliding_window_retrieval": "^"}
+VERDICT_COLOR = {"win": "tab:green", "no_gain": "tab:gray", "slower": "tab:orange", "broken": "tab:red"}
 STATUS_COLOR = {"keep": "tab:green", "discard": "tab:gray", "crash": "tab:red", "interrupted": "tab:orange",
                 "running": "tab:blue"}
 
@@ -244,3 +245,31 @@ def baseline(out_dir, rows, label):
     ax.legend(fontsize=7)
     ax.grid(axis="y", alpha=0.3)
     return _save(fig, out_dir, "baseline.png")
+
+
+def ideas(out_dir, ranked):
+    """The idea queue's measured ideas, ranked: each idea's effect on the suite score against its parent
+    (delta %, A/B/A re-timing; negative is faster) as a bar coloured by its verdict, with the champion rule's
+    noise (± noise %) as an error bar and as a band around the bar's end."""
+    fig, ax = plt.subplots(figsize=(8, max(2.4, 0.42 * len(ranked) + 1.4)))
+    y = np.arange(len(ranked))
+    for k, i in enumerate(ranked):
+        d, n = i["delta_pct"], i["noise_pct"] or 0.0
+        ax.barh(k, d, 0.6, color=VERDICT_COLOR.get(i["verdict"], "tab:blue"))
+        if n:
+            ax.fill_betweenx([k - 0.38, k + 0.38], d - n, d + n, color="black", alpha=0.12, linewidth=0)
+            ax.errorbar(d, k, xerr=n, fmt="none", ecolor="black", capsize=3, linewidth=1)
+    for verdict, color in VERDICT_COLOR.items():
+        if any(i["verdict"] == verdict for i in ranked):
+            ax.barh(0, 0, 0, color=color, label=verdict)  # legend entries only
+    ax.errorbar([], [], xerr=[], fmt="none", ecolor="black", capsize=3, label="± noise (A/B/A)")
+    ax.axvline(0, color="black", linewidth=0.8)
+    labels = [f"#{i['id']} {i['file']}" for i in ranked]
+    ax.set_yticks(y, [t if len(t) <= 38 else t[:37] + "…" for t in labels], fontsize=7)
+    ax.invert_yaxis()  # the best on top
+    ax.set_title("Ideas ranked by measured effect vs their parent")
+    ax.set_xlabel("score change vs parent (%; negative = faster)")
+    ax.set_ylabel("idea (best first)")
+    ax.legend(fontsize=7, loc="best")
+    ax.grid(axis="x", alpha=0.3)
+    return _save(fig, out_dir, "ideas.png")

@@ -50,7 +50,7 @@ def build(args):
            "baseline_path": args.baseline, "baseline_rows": baseline_rows}
 
     parts = [s(data, ctx) for s in (sections.timeline, sections.score, sections.parameters, sections.champions,
-                                    sections.failures, sections.baseline)]
+                                    sections.ideas, sections.failures, sections.baseline)]
     parts = [p for p in parts if p]
     gpus = sorted({r["gpu_name"] for r in data["runs"] if r["gpu_name"]})
     header = (f'<p class="small">Suite {page.esc(args.suite)} from {page.esc(args.db)} (read-only), '

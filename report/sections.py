@@ -1,4 +1,4 @@
-"""The six sections of the morning report. Each takes the loaded data (dbread.load) and a context
+"""The seven sections of the morning report. Each takes the loaded data (dbread.load) and a context
 (output folder, time origin, per-case work, ceilings, baseline) and returns (id, title, HTML body)."""
 import analysis as an
 import plots
@@ -260,3 +260,85 @@ def baseline(data, ctx):
     if missing:
         body += note(f"Baseline cases not in the champion's results: {', '.join(missing)}")
     return "baseline", "Baseline", body
+
+
+def _pct(v, signed=True):
+    return "-" if v is None else (f"{v:+.2f}" if signed else f"{v:.2f}")
+
+
+def _verdict(i):
+    """An idea's verdict, coloured (CSS class v-<verdict>) and tagged idea.<id>.verdict; broken with its kind."""
+    text = i["verdict"] or i["status"]
+    if i["verdict"] == "broken" and i["broken_kind"]:
+        text += f" ({i['broken_kind']})"
+    return f'<span class="verdict v-{esc(i["verdict"] or "none")}" data-key="idea.{i["id"]}.verdict">{esc(text)}</span>'
+
+
+def _lineage_html(data, ctx):
+    overall = next((c for c in data["champions"] if c["scope"] == "overall"), None)
+    its_by_id = {it["id"]: it for it in data["iterations"]}
+    it = its_by_id.get(overall["iteration_id"]) if overall else None
+    if not it:
+        return note("No overall champion yet: no lineage to show.", "no-lineage")
+    steps = an.champion_lineage(it["template"], data["ideas"], data["proposals"])
+    n_ideas = sum(1 for s in steps if s["idea"])
+    body = (f"<p>The overall champion (iter {it['id']}, template {esc(it['template'])}) stacks "
+            f"{num('ideas.lineage.count', n_ideas)} {noun(n_ideas, 'idea')}, from its repository template "
+            "down (templates are named &lt;root&gt;_p&lt;proposal id&gt;; each step was applied to the one above):"
+            "</p>\n<ol id=\"idea-lineage\">\n")
+    for s in steps:
+        i, p = s["idea"], s["proposal"]
+        if i:
+            what = (f"idea {i['id']} ({esc(i['file'])}): {esc(_short(i['description']))} — {_verdict(i)}, "
+                    f"Δ {_pct(i['delta_pct'])} % ± {_pct(i['noise_pct'], False)} % vs {esc(i['parent_template'])}")
+            attr = f' data-idea="{i["id"]}"'
+        elif p:
+            what = f"proposal {p['id']} ({esc(p['status'])}): {esc(_short(p['description']))}"
+            attr = f' data-proposal="{p["id"]}"'
+        else:
+            what = "the repository template"
+            attr = ""
+        body += f'<li data-template="{esc(s["template"])}"{attr}><b>{esc(s["template"])}</b>: {what}</li>\n'
+    return body + "</ol>\n"
+
+
+def ideas(data, ctx):
+    rows_all = data["ideas"]
+    if not rows_all:
+        return "ideas", "Ideas", note("No ideas yet (the idea queue: attn-tuner run --ideas DIR).",
+                                      "no-ideas")
+    measured, broken, pending = an.rank_ideas(rows_all)
+    counts = {v: sum(1 for i in rows_all if i["verdict"] == v) for v in an.IDEA_VERDICTS}
+    body = (f"<p>{num('ideas.total', len(rows_all))} {noun(len(rows_all), 'idea')} of suite {esc(data['suite'])}: "
+            + ", ".join(f"{v} {num('ideas.' + v, counts[v])}" for v in an.IDEA_VERDICTS)
+            + f", not judged {num('ideas.pending', len(pending))}.</p>\n"
+            '<p class="small">Effect: Δ % = (idea / parent − 1) × 100 on the suite score from the A/B/A re-timing '
+            "against the parent's best config (negative is faster); noise: the champion rule's noise relative to "
+            "the parent. A win beats its parent by more than the noise and holds on the held-out seed; no_gain "
+            "is within the noise; slower loses by more than it.</p>\n")
+    body += "<h3>The champion's lineage</h3>\n" + _lineage_html(data, ctx)
+    if measured:
+        body += "<h3>Ranked by measured effect</h3>\n"
+        body += img(plots.ideas(ctx["out"], measured), "ideas ranked by measured effect")
+        rows = [[num(f"idea.{i['id']}.rank", k), str(i["id"]), esc(i["file"]), esc(_short(i["description"], 70)),
+                 esc(i["parent_template"]), esc(i["template"] or "-"), _verdict(i),
+                 num(f"idea.{i['id']}.delta_pct", _pct(i["delta_pct"])), _pct(i["noise_pct"], False),
+                 fmt(i["parent_ms"]), fmt(i["idea_ms"]), str(i["configs"]), esc(_short(i["reason"], 120))]
+                for k, i in enumerate(measured, 1)]
+        body += table(["rank", "idea", "file", "description", "parent", "template", "verdict", "Δ %", "± noise %",
+                       "parent ms", "idea ms", "configs", "reason"], rows, text_cols=(2, 3, 4, 5, 6, 12))
+    else:
+        body += note("No idea has a measured effect yet.", "no-measured-ideas")
+    if broken:
+        body += "<h3>Broken ideas</h3>\n"
+        rows = [[str(i["id"]), esc(i["file"]), esc(_short(i["description"], 70)), esc(i["parent_template"] or "-"),
+                 _verdict(i), esc(_short(i["reason"], 160))] for i in broken]
+        body += table(["idea", "file", "description", "parent", "verdict (kind)", "reason"], rows,
+                      text_cols=(1, 2, 3, 4, 5))
+    if pending:
+        body += "<h3>Not judged</h3>\n"
+        rows = [[str(i["id"]), esc(i["file"]), esc(_short(i["description"], 70)), esc(i["parent_template"] or "-"),
+                 _verdict(i), str(i["configs"]), esc(i["started_at"])] for i in pending]
+        body += table(["idea", "file", "description", "parent", "status", "configs", "started"], rows,
+                      text_cols=(1, 2, 3, 4, 6))
+    return "ideas", "Ideas", body

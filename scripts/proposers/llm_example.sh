@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# How an LLM agent CLI plugs into the proposer hook (docs/proposer.md). Not run by the tests.
+# How an LLM agent CLI plugs into the proposer hook (docs/proposer.md). The tests run it with a scripted
+# stand-in for the agent (tests/daemon/fake_agent_cli.sh, tests/daemon/test_agent_path.cpp).
 #
 #   attn-tuner run --suite full --budget 8h --proposer "$PWD/scripts/proposers/llm_example.sh" \
 #       --propose-when-stalled 40 --proposer-timeout 20m
 #
 # The daemon calls this script in a fresh working directory (runs/proposals/<id>/work) that holds
 # PROPOSE.md (the contract), context.json, the champion's template with its headers, and results/ (per-case
-# results, compile log, top configs, recent iterations). The agent must leave proposal.cu, proposal.json and
-# description.txt there, or nothing. The daemon checks them (space JSON, NVRTC, ABI) before any GPU time, then
-# tunes, validates and times the proposal like any template.
+# results, compile log, top configs, recent iterations, the ideas already tried with their verdicts). The
+# agent must leave proposal.cu, proposal.json and description.txt there, or nothing. The daemon checks them
+# (space JSON, NVRTC, ABI) before any GPU time, then tunes, validates and times the proposal like any template.
 #
 # AGENT: the command that runs the agent non-interactively with a prompt on stdin and may read and write files
 # in the current directory. Examples (check your CLI's flags; they change between versions):
@@ -39,16 +40,27 @@ SANDBOX=${SANDBOX:-}
     head -c 20000 "$f"
   done
   echo
+  echo "## Ideas already tried, with their verdicts: do not repeat them"
+  echo "(results/ideas_tried.tsv: the idea queue's judged ideas. win: faster than its parent by more than the"
+  echo "noise, already in the champion's lineage; no_gain: within the noise; slower; broken, with its kind."
+  echo "delta_pct: score vs the parent in %, negative is faster.)"
+  if [[ -f results/ideas_tried.tsv ]] && [[ $(wc -l <results/ideas_tried.tsv) -gt 1 ]]; then
+    head -c 20000 results/ideas_tried.tsv
+  else
+    echo "(none yet)"
+  fi
+  echo
   echo "## results/champion_compile.log (registers, spills)"
   grep -E "registers|spill|smem|error|warning" results/champion_compile.log | head -50 || true
   cat <<'TASK'
 
 ## Your task
 Read the champion's template (see context.json: parent.source, parent.space and its headers) and the results
-above. Find one change that should make the kernel faster on this suite without breaking correctness (the
-tolerances and the ABI are in PROPOSE.md). Copy the template to proposal.cu and make the change there (edit a
-header in this directory if the change belongs there), write proposal.json (the parent's space, adjusted to
-your change, with the config you expect to be fastest as "default"), and write a one-line description.txt.
+above. Find one change, not one of the ideas already tried, that should make the kernel faster on this suite
+without breaking correctness (the tolerances and the ABI are in PROPOSE.md). Copy the template to proposal.cu
+and make the change there (edit a header in this directory if the change belongs there), write proposal.json
+(the parent's space, adjusted to your change, with the config you expect to be fastest as "default"), and
+write a one-line description.txt.
 If you see no promising change, write nothing. Do not write outside this directory.
 TASK
 } >prompt.md

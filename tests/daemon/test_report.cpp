@@ -11,8 +11,10 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <regex>
 #include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -207,6 +209,123 @@ TEST(Report, FromAFakeWorkerRunShowsEverySectionAndTheNumbersOfQuery) {
   EXPECT_EQ(read_file(f.dir + "/notes/todo.txt"), "mine\n");
 }
 
+/// An idea of run `run_id` as the idea queue leaves it: added (checking), then given its status, verdict and
+/// effect (delta and noise in %, vs its parent).
+std::int64_t add_judged_idea(ExperimentDb& db, std::int64_t run_id, const std::string& file, const std::string& parent,
+                             const std::string& tmpl, const std::string& status, const std::string& verdict,
+                             const std::string& kind, std::optional<double> delta_pct,
+                             std::optional<double> noise_pct, const std::string& reason) {
+  IdeaRecord i;
+  i.run_id = run_id;
+  i.file = file;
+  i.idea_hash = "hash-" + file;
+  i.description = "idea " + file;
+  i.parent_template = parent;
+  i.id = db.add_idea(i);
+  i.template_name = tmpl;
+  i.status = status;
+  i.verdict = verdict;
+  i.broken_kind = kind;
+  i.delta_pct = delta_pct;
+  i.noise_pct = noise_pct;
+  i.reason = reason;
+  i.configs = delta_pct ? 6 : 0;
+  if (delta_pct) {
+    i.parent_ms = 0.1;
+    i.idea_ms = 0.1 * (1 + *delta_pct / 100);
+  }
+  db.update_idea(i);
+  return i.id;
+}
+
+/// The items of the report's champion lineage (<ol id="idea-lineage">), root first: "template" or
+/// "template idea N".
+std::vector<std::string> lineage_items(const std::string& html) {
+  std::vector<std::string> out;
+  const auto begin = html.find("<ol id=\"idea-lineage\">");
+  if (begin == std::string::npos) return out;
+  const std::string ol = html.substr(begin, html.find("</ol>", begin) - begin);
+  const std::regex re(R"re(<li data-template="([^"]+)"(?: data-idea="(\d+)")?)re");
+  for (auto it = std::sregex_iterator(ol.begin(), ol.end(), re); it != std::sregex_iterator(); ++it)
+    out.push_back((*it)[1].str() + ((*it)[2].matched ? " idea " + (*it)[2].str() : ""));
+  return out;
+}
+
+TEST(Report, IdeasAreRankedByEffectWithVerdictsAndTheChampionsLineage) {
+  SKIP_WITHOUT_MATPLOTLIB();
+  Fixture f;
+  ASSERT_EQ(run(f.args()).code, 0);
+  {
+    auto db = ExperimentDb::open(f.db);
+    const std::int64_t run_id = db.runs().back().id;
+    // Two lineages off fake: fake -> fake_p1 (win) -> fake_p3 (win) -> fake_p4 (no gain), and fake_p1 -> fake_p2
+    // (slower); a broken idea and one still tuning.
+    add_judged_idea(db, run_id, "a_unroll.idea", "fake", "fake_p1", "done", "win", "", -4.2, 0.8, "win by 4.2 %");
+    add_judged_idea(db, run_id, "b_exp2.idea", "fake_p1", "fake_p2", "done", "slower", "", 2.5, 0.7, "slower");
+    add_judged_idea(db, run_id, "c_vload.idea", "fake_p1", "fake_p3", "done", "win", "", -1.9, 0.5, "win by 1.9 %");
+    add_judged_idea(db, run_id, "d_split.idea", "fake_p3", "fake_p4", "done", "no_gain", "", -0.3, 0.6, "within noise");
+    add_judged_idea(db, run_id, "e_typo.idea", "fake_p3", "fake_p5", "done", "broken", "compile", std::nullopt,
+                    std::nullopt, "compile error (default config): identifier \"fooo\" is undefined");
+    add_judged_idea(db, run_id, "f_later.idea", "fake_p3", "fake_p6", "tuning", "", "", std::nullopt, std::nullopt, "");
+    // The overall champion's template is the second win's.
+    db.connection().exec(
+        "UPDATE iterations SET template = 'fake_p3' WHERE id = (SELECT iteration_id FROM champions WHERE scope = "
+        "'overall')");
+  }
+  const std::string out = f.dir + "/report";
+  const Output o = run("report --db '" + f.db + "' --out '" + out + "'");
+  ASSERT_EQ(o.code, 0) << o.text;
+  EXPECT_NE(o.text.find("champions, ideas, failures"), std::string::npos) << o.text;  // "sections: ..."
+  const std::string html = read_file(out + "/index.html");
+  ASSERT_NE(html.find("<section id=\"ideas\">"), std::string::npos);
+  EXPECT_NE(html.find("<img src=\"ideas.png\""), std::string::npos);
+  expect_images_exist(out, html, 6);
+  EXPECT_EQ(html.find("id=\"no-ideas\""), std::string::npos);
+  const auto shown = shown_numbers(html);
+  EXPECT_EQ(shown.at("ideas.total"), "6");
+  EXPECT_EQ(shown.at("ideas.win"), "2");
+  EXPECT_EQ(shown.at("ideas.slower"), "1");
+  EXPECT_EQ(shown.at("ideas.no_gain"), "1");
+  EXPECT_EQ(shown.at("ideas.broken"), "1");
+  EXPECT_EQ(shown.at("ideas.pending"), "1");
+  // Ranked by measured effect, the biggest speed-up first; broken and unjudged ideas have no rank.
+  EXPECT_EQ(shown.at("idea.1.rank"), "1");
+  EXPECT_EQ(shown.at("idea.3.rank"), "2");
+  EXPECT_EQ(shown.at("idea.4.rank"), "3");
+  EXPECT_EQ(shown.at("idea.2.rank"), "4");
+  EXPECT_EQ(shown.count("idea.5.rank"), 0u);
+  EXPECT_EQ(shown.count("idea.6.rank"), 0u);
+  EXPECT_EQ(shown.at("idea.1.delta_pct"), "-4.20");
+  EXPECT_EQ(shown.at("idea.2.delta_pct"), "+2.50");
+  // Verdicts (coloured by class), the broken one with its kind.
+  EXPECT_EQ(shown.at("idea.1.verdict"), "win");
+  EXPECT_EQ(shown.at("idea.2.verdict"), "slower");
+  EXPECT_EQ(shown.at("idea.4.verdict"), "no_gain");
+  EXPECT_EQ(shown.at("idea.5.verdict"), "broken (compile)");
+  EXPECT_EQ(shown.at("idea.6.verdict"), "tuning");
+  EXPECT_NE(html.find("class=\"verdict v-win\""), std::string::npos);
+  EXPECT_NE(html.find("class=\"verdict v-broken\""), std::string::npos);
+  EXPECT_NE(html.find("identifier &quot;fooo&quot; is undefined"), std::string::npos);
+  // The champion (fake_p3) stacks ideas 1 and 3 on fake; not the slower or the no-gain one.
+  EXPECT_EQ(lineage_items(html), (std::vector<std::string>{"fake", "fake_p1 idea 1", "fake_p3 idea 3"}));
+  EXPECT_EQ(shown.at("ideas.lineage.count"), "2");
+
+  // A DB of schema 7 (no ideas table) still gets its report, with "no ideas yet".
+  {
+    auto db = ExperimentDb::open(f.db);
+    db.connection().exec(
+        "DROP TABLE ideas; DELETE FROM schema_version WHERE version >= 8; "
+        "INSERT OR IGNORE INTO schema_version (version) VALUES (7);");
+  }
+  const Output o7 = run("report --db '" + f.db + "' --out '" + out + "'");
+  ASSERT_EQ(o7.code, 0) << o7.text;
+  const std::string html7 = read_file(out + "/index.html");
+  EXPECT_NE(html7.find("<section id=\"ideas\">"), std::string::npos);
+  EXPECT_NE(html7.find("id=\"no-ideas\""), std::string::npos);
+  EXPECT_NE(html7.find("No ideas yet"), std::string::npos);
+  EXPECT_EQ(html7.find("ideas.png"), std::string::npos);
+}
+
 /// A DB written through the store: one run of smoke on an H100, and (with_crash) one iteration that
 /// failed to compile. No champion.
 std::string championless_db(const std::string& dir, bool with_crash) {
@@ -304,6 +423,7 @@ TEST(Report, EmptyDbsAndBadInputAreClearMessagesAndADbWithoutChampionsSaysSo) {
   EXPECT_NE(html.find("id=\"no-champion\""), std::string::npos);
   EXPECT_NE(html.find("id=\"no-scores\""), std::string::npos);
   EXPECT_NE(html.find("id=\"no-baseline-overlap\""), std::string::npos);
+  EXPECT_NE(html.find("id=\"no-ideas\""), std::string::npos);  // an empty ideas table
   EXPECT_NE(html.find("bench (kernel-only) results, 1 of smoke, fa2_mma"), std::string::npos);
   EXPECT_NE(html.find("too many resources requested for launch"), std::string::npos);  // the compile log
   const auto shown = shown_numbers(html);
