@@ -98,6 +98,7 @@ ProposalRoundResult run_proposal_round(const ProposerOptions& o, const ProposalR
   watched.exclude(db_file + ".log");  // the daemon's own log (--detach): its threads and the worker may write it
   watched.by_content(db_file);
   watched.by_content(db_file + "-wal");
+  for (const auto& f : r.daemon_files) watched.exclude(fs::absolute(f).lexically_normal().string());
   spdlog::info("proposal {}: running `{}` in {} (limit {:g} s)", rec.id, o.command, workdir, o.timeout_s);
   const Snapshot before = watched.snapshot();
   const ProposerExit ex = run_proposer_command(

@@ -39,6 +39,9 @@ struct ProposalRequest {
   std::int64_t champion_iter = 0;         ///< the overall champion's iteration
   std::string db_path;                    ///< its folder is watched; never shown to the proposer
   std::vector<std::string> template_dirs; ///< watched with contents and restored after a write
+  /// Files the daemon itself writes while the proposer runs beside the tuning (the DB and its WAL, iters.tsv,
+  /// the status file, ...): not watched, so that the daemon's own writes are not taken for the proposer's.
+  std::vector<std::string> daemon_files;
 };
 
 /// What a round did.
@@ -55,7 +58,9 @@ struct ProposalRoundResult {
 /// is installed in <that>/N/template, its output is <that>/N/proposer.log.
 std::string proposals_dir_for(const std::string& db_path);
 
-/// Runs one round (see the file comment). A bad proposal, a proposer that hangs, crashes or writes outside
+/// Runs one round (see the file comment). It may run on a thread of its own beside the tuning: `db` is then
+/// a connection of its own (SQLite serialises the writers) and `request.daemon_files` names what the daemon
+/// writes meanwhile. A bad proposal, a proposer that hangs, crashes or writes outside
 /// its directory are outcomes, not errors: they are recorded (proposal rejected + crash iteration with
 /// failure kind proposal or compile) and returned. `should_stop` is polled while the proposer runs; when it
 /// turns true the proposer is killed and the proposal recorded as interrupted. Throws only on DB or I/O

@@ -109,10 +109,13 @@ TEST(Proposer, EveryOutcomeIsRecordedAndTheRunGoesOn) {
 
   const auto t0 = std::chrono::steady_clock::now();
   const Output out =
-      run(f.args("--iterations 16 --proposer '" + f.script + "' --propose-every 1 --proposer-timeout 2s"));
+      // The proposer runs beside the tuning: a slow fake GPU (0.3 s an evaluation, under the 0.5 s watchdog)
+      // leaves it time for all 8 calls before the space (27 configs with fake_p1's) is exhausted.
+      test::run_binary(f.args("--iterations 40 --proposer '" + f.script + "' --propose-every 1 --proposer-timeout 2s"),
+                       "FAKE_WORKER_DELAY=0.3");
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_EQ(out.code, 0) << out.text;
-  EXPECT_NE(out.text.find("iteration limit 16 reached"), std::string::npos) << out.text;
+  EXPECT_NE(out.text.find("run 1 ended"), std::string::npos) << out.text;
   RecordProperty("wall_s", std::to_string(wall));
 
   auto db = ExperimentDb::open(f.db, ExperimentDb::Mode::read_only);
@@ -244,7 +247,8 @@ TEST(Proposer, ABrokenProposedKernelIsRetiredAfterItsFirstCrashes) {
                        "cp \"$src\" proposal.cu\ncat > proposal.json <<'JSON'\n" + json +
                        "JSON\necho 'wrong everywhere' > description.txt\n");
   fs::permissions(f.script, fs::perms::owner_all);
-  const Output out = run(f.args("--iterations 14 --proposer '" + f.script + "' --propose-every 1"));
+  const Output out = test::run_binary(f.args("--iterations 14 --proposer '" + f.script + "' --propose-every 1"),
+                                      "FAKE_WORKER_DELAY=0.3");  // the proposer runs beside a slow fake GPU
   ASSERT_EQ(out.code, 0) << out.text;
   EXPECT_NE(out.text.find("template fake_p1 (proposal 1) retired from the search: its first 3 configs all crashed"),
             std::string::npos)
@@ -282,7 +286,8 @@ TEST(Proposer, ACheatingProposalIsRetiredAtOnceAndTheOthersGoOn) {
                        "  3) propose below_floor \"skips the work on repeats\" ;;\n"
                        "  *) exit 0 ;;\nesac\n");
   fs::permissions(f.script, fs::perms::owner_all);
-  const Output out = run(f.args("--iterations 14 --proposer '" + f.script + "' --propose-every 1"));
+  const Output out = test::run_binary(f.args("--iterations 14 --proposer '" + f.script + "' --propose-every 1"),
+                                      "FAKE_WORKER_DELAY=0.3");  // the proposer runs beside a slow fake GPU
   ASSERT_EQ(out.code, 0) << out.text;
 
   auto db = ExperimentDb::open(f.db, ExperimentDb::Mode::read_only);
