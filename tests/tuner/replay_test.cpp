@@ -240,7 +240,7 @@ TEST(Replay, OnTheCommittedFa3TmaDbEvolutionaryGetsWithin2PercentInUnder5Percent
   // the default strategy rest on, on a few seeds.
   const std::string dir = test::temp_dir("attn-replay-db");
   const std::string db_path = dir + "/fa3_tma_full_random.db";
-  ASSERT_EQ(std::system(("gzip -dc '" + test::data_dir() + "/replay/fa3_tma_full_random.db.gz' > '" + db_path + "'").c_str()), 0);
+  ASSERT_EQ(std::system(("xz -dc '" + test::data_dir() + "/replay/fa3_tma_full_random.db.xz' > '" + db_path + "'").c_str()), 0);
   auto db = ExperimentDb::open(db_path, ExperimentDb::Mode::read_only);
   const ReplayTable table = load_replay_table(db, "full");
   ASSERT_TRUE(table.best_ms());
