@@ -45,7 +45,7 @@ TEST(Schema, CreatesEveryTableAtTheCurrentVersionInWalMode) {
                         "WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name)");
     ASSERT_TRUE(st.step());
     EXPECT_EQ(st.column_text(0),
-              "case_results,champion_history,champions,harness_checks,holdout_checks,iteration_sources,iterations,proposals,runs,"
+              "case_results,champion_history,champions,harness_checks,holdout_checks,ideas,iteration_sources,iterations,proposals,runs,"
               "schema_version,variants");
     EXPECT_EQ(db::read_schema_version(c), db::kSchemaVersion);
   }
@@ -128,12 +128,14 @@ TEST(Schema, AVersionSixFileIsReadAsItIsAndMigratedByAWriter) {
     auto db = ExperimentDb::open(path);
     auto& c = db.connection();
     c.exec("DROP TABLE harness_checks");
-    c.exec("UPDATE schema_version SET version = 6 WHERE version = 7");  // a fresh file records only its version
+    c.exec("DROP TABLE ideas");
+    c.exec("UPDATE schema_version SET version = 6");  // a fresh file records only its version
   }
   {
     auto db = ExperimentDb::open(path, ExperimentDb::Mode::read_only);
     EXPECT_EQ(db::read_schema_version(db.connection()), 6);
     EXPECT_TRUE(db.harness_checks().empty());
+    EXPECT_TRUE(db.ideas().empty());
     EXPECT_TRUE(db.runs().empty());
   }
   auto db = ExperimentDb::open(path);
@@ -154,6 +156,75 @@ TEST(Schema, AVersionSixFileIsReadAsItIsAndMigratedByAWriter) {
   EXPECT_FALSE(checks[0].harness_commit);
   h.family_ms_json = "{not json";
   EXPECT_THROW(db.add_harness_check(h), std::invalid_argument);
+}
+
+TEST(Schema, IdeasAreStoredUpdatedAndInterruptedAndAVersionSevenFileReadsWithout) {
+  // 7 -> 8 only adds ideas: a read-only open reads a version-7 file as it is (no ideas).
+  auto path = test::temp_dir("db-schema") + "/v7.db";
+  {
+    auto db = ExperimentDb::open(path);
+    db.connection().exec("DROP TABLE ideas");
+    db.connection().exec("UPDATE schema_version SET version = 7");
+  }
+  {
+    auto ro = ExperimentDb::open(path, ExperimentDb::Mode::read_only);
+    EXPECT_EQ(db::read_schema_version(ro.connection()), 7);
+    EXPECT_TRUE(ro.ideas().empty());
+    EXPECT_FALSE(ro.idea(1));
+  }
+  auto db = ExperimentDb::open(path);
+  EXPECT_EQ(db::read_schema_version(db.connection()), db::kSchemaVersion);
+  RunRecord rr;
+  rr.suite = "smoke";
+  rr.strategy = "random";
+  rr.templates = {"fake"};
+  rr.suite_json = "[]";
+  const auto run = db.begin_run(rr);
+  IdeaRecord i;
+  i.run_id = run;
+  i.file = "a.idea";
+  i.idea_hash = "h1";
+  i.description = "one line";
+  i.space_json = R"({"X": [0, 1]})";
+  const auto id = db.add_idea(i);
+  auto got = db.idea(id);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->status, "checking");
+  EXPECT_EQ(got->space_json, R"({"X": [0, 1]})");
+  EXPECT_TRUE(got->finished_at.empty());
+  got->status = "tuning";
+  got->configs = 3;
+  db.update_idea(*got);
+  i.file = "b.idea";
+  i.idea_hash = "h2";
+  const auto id2 = db.add_idea(i);
+  auto second = *db.idea(id2);
+  second.status = "done";
+  second.verdict = "slower";
+  second.delta_pct = 4.5;
+  db.update_idea(second);
+  EXPECT_FALSE(db.idea(id2)->finished_at.empty());
+  EXPECT_EQ(db.mark_interrupted_ideas(), std::vector<std::int64_t>{id});  // the done one stays done
+  EXPECT_EQ(db.idea(id)->status, "interrupted");
+  EXPECT_EQ(db.idea(id)->configs, 3);
+  EXPECT_EQ(db.idea(id2)->delta_pct, std::optional<double>(4.5));
+  // Bad rows are refused, naming the problem.
+  auto bad = second;
+  bad.verdict = "maybe";
+  EXPECT_THROW(db.update_idea(bad), std::invalid_argument);
+  bad = second;
+  bad.verdict.clear();
+  EXPECT_THROW(db.update_idea(bad), std::invalid_argument);  // done without a verdict
+  bad = second;
+  bad.aba_json = "{";
+  EXPECT_THROW(db.update_idea(bad), std::invalid_argument);
+  bad = second;
+  bad.id = 999;
+  EXPECT_THROW(db.update_idea(bad), std::invalid_argument);
+  bad = i;
+  bad.run_id = 42;
+  EXPECT_THROW(db.add_idea(bad), std::invalid_argument);
+  EXPECT_EQ(db.ideas().size(), 2u);
 }
 
 TEST(Schema, NotASqliteFileIsAClearErrorNamingIt) {

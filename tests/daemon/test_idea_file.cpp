@@ -1,0 +1,90 @@
+// The idea file format (proposer/idea_file.hpp, docs/ideas.md) and the template JSON layout that lets a diff
+// written against the repository apply to every template descended from it (proposer/template_json.hpp).
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "proposer/idea_file.hpp"
+#include "proposer/template_json.hpp"
+#include "tests/test_support.hpp"
+
+namespace attn {
+namespace {
+
+const std::string kDiff = "--- a/kernels_templates/fa3_tma.cu\n+++ b/kernels_templates/fa3_tma.cu\n@@ -1,2 +1,3 @@\n"
+                          " a\n+b\n c\n";
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_idea("x.idea", text);
+  } catch (const IdeaInputError& e) {
+    return e.what();
+  }
+  return "(parsed)";
+}
+
+TEST(IdeaFile, ParsesHeadersAndDiffAndIsKnownByItsCodeNotItsWords) {
+  const auto a = parse_idea("a.idea", "Description: one\nHypothesis: why\nTemplate: fa3_tma\nSpace: {\"X\": [0, 1]}\n"
+                                      "Default: {\"X\": 0}\nRetry: yes\n\n" + kDiff);
+  EXPECT_EQ(a.description, "one");
+  EXPECT_EQ(a.hypothesis, "why");
+  EXPECT_EQ(a.template_root, "fa3_tma");
+  EXPECT_TRUE(a.retry);
+  ASSERT_EQ(a.files.size(), 1u);
+  EXPECT_EQ(a.files[0].old_path, "fa3_tma.cu");  // a/ and kernels_templates/ dropped
+  EXPECT_EQ(a.files[0].new_path, "fa3_tma.cu");
+  EXPECT_EQ(a.space.dump(), R"({"X":[0,1]})");
+  // Other words, same code: the same idea. Another diff: another idea.
+  const auto b = parse_idea("b.idea", "Description: two\nTemplate: fa3_tma\nSpace: {\"X\": [0, 1]}\nDefault: {\"X\": 0}\n\n"
+                                      "diff --git a/x b/x\nindex 1..2\n" + kDiff);
+  EXPECT_EQ(a.hash, b.hash);
+  std::string other = kDiff;
+  other.replace(other.find("+b"), 2, "+d");
+  const auto c = parse_idea("c.idea", "Description: two\nTemplate: fa3_tma\nSpace: {\"X\": [0, 1]}\nDefault: {\"X\": 0}\n\n" + other);
+  EXPECT_NE(a.hash, c.hash);
+  // A Space-only idea (a macro the source already has) needs no diff.
+  EXPECT_NO_THROW(parse_idea("d.idea", "Description: axis only\nSpace: {\"U\": [4, 8]}\nDefault: {\"U\": 4}\n"));
+}
+
+TEST(IdeaFile, BadInputIsAClearErrorNamingTheProblem) {
+  EXPECT_NE(error_of("Description: \xff\xfe\n\n" + kDiff).find("not UTF-8 on line 1"), std::string::npos);
+  EXPECT_NE(error_of(std::string("Description: x\n\0\n", 17)).find("NUL byte"), std::string::npos);
+  EXPECT_NE(error_of("\n" + kDiff).find("no 'Description: ...' line"), std::string::npos);
+  EXPECT_NE(error_of("Description: x\nColour: red\n\n" + kDiff).find("unknown header 'Colour'"), std::string::npos);
+  EXPECT_NE(error_of("Description: x\nDescription: y\n\n" + kDiff).find("given twice"), std::string::npos);
+  EXPECT_NE(error_of("Description: x\n").find("changes nothing"), std::string::npos);
+  EXPECT_NE(error_of("Description: x\nSpace: {\"X\": [0, 1]}\n\n").find("Default: no value for X"), std::string::npos);
+  EXPECT_NE(error_of("Description: x\nSpace: {\"X\": [0, 1]}\nDefault: {\"X\": 2}\n").find("not one of its Space values"),
+            std::string::npos);
+  EXPECT_NE(error_of("Description: x\nSpace: {\"x\": [0]}\nDefault: {\"x\": 0}\n").find("not an identifier"), std::string::npos);
+  EXPECT_NE(error_of("Description: x\nSpace: {\"X\": [0, 0]}\nDefault: {\"X\": 0}\n").find("listed twice"), std::string::npos);
+  EXPECT_NE(error_of("Description: x\nSpace: {\"X\": [0.5]}\nDefault: {\"X\": 0.5}\n").find("not an integer"), std::string::npos);
+  EXPECT_NE(error_of("Description: x\nSpace: [1]\n").find("must be a JSON object"), std::string::npos);
+  EXPECT_NE(error_of("Description: x\nRetry: maybe\n\n" + kDiff).find("Retry is yes or no"), std::string::npos);
+  EXPECT_NE(error_of("Description: " + std::string(400, 'a') + "\n\n" + kDiff).find("over 300"), std::string::npos);
+  // The diff: counts that do not add up, a header without hunks, paths that leave the folder, binary patches.
+  EXPECT_NE(error_of("Description: x\n\n--- a/f.cu\n+++ b/f.cu\n@@ -1,3 +1,3 @@\n a\n").find("ends early"), std::string::npos);
+  EXPECT_NE(error_of("Description: x\n\n--- a/f.cu\n+++ b/f.cu\n").find("no hunk"), std::string::npos);
+  EXPECT_NE(error_of("Description: x\n\n--- a/f.cu\nnot plus\n").find("not followed by a '+++ ' line"), std::string::npos);
+  EXPECT_NE(error_of("Description: x\n\n--- a/../x.cu\n+++ b/../x.cu\n@@ -1 +1 @@\n-a\n+b\n").find("leaves kernels_templates/"),
+            std::string::npos);
+  EXPECT_NE(error_of("Description: x\n\n--- /etc/passwd\n+++ /etc/passwd\n@@ -1 +1 @@\n-a\n+b\n").find("absolute path"),
+            std::string::npos);
+  EXPECT_NE(error_of("Description: x\n\nGIT binary patch\nliteral 1\n").find("binary patch"), std::string::npos);
+  EXPECT_NE(error_of("Description: x\n\n--- a/f.cu\n+++ b/f.cu\n@@ -1 +1 @@\n-a\n?b\n").find("inside a hunk"),
+            std::string::npos);
+}
+
+TEST(TemplateJson, TheRepositoryTemplatesAreInTheLayoutItWrites) {
+  // Installed templates are written in this layout, so a diff of a repository .json applies to a descendant.
+  for (const char* name : {"fa3_tma", "fa2_mma", "wgmma_fa"}) {
+    const std::string path = test::data_dir() + "/../../kernels_templates/" + name + ".json";
+    const std::string text = test::read_text(path);
+    ASSERT_FALSE(text.empty()) << path;
+    EXPECT_EQ(format_template_json(nlohmann::ordered_json::parse(text)), text) << name;
+  }
+}
+
+}  // namespace
+}  // namespace attn
