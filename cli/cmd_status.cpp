@@ -101,7 +101,10 @@ void print_status(const std::string& db_path, bool as_json) {
                         {"stale_worker_killed", stale_killed}, {"stale_worker_alive", stale_alive},
                         {"champion", champ_it ? nlohmann::json(*champ_it) : nlohmann::json()},
                         {"shard", live_ok ? live.value("shard", nlohmann::json()) : nlohmann::json()},
-                        {"gpus", live_ok && live.contains("gpus") ? live["gpus"] : nlohmann::json::array()}};
+                        {"gpus", live_ok && live.contains("gpus") ? live["gpus"] : nlohmann::json::array()},
+                        {"idea", live_ok ? live.value("idea", nlohmann::json()) : nlohmann::json()},
+                        {"idea_queue", live_ok ? live.value("idea_queue", "") : ""},
+                        {"proposer", live_ok ? live.value("proposer", "") : ""}};
     fmt::print("{}\n", j.dump(2));
     return;
   }
@@ -126,6 +129,17 @@ void print_status(const std::string& db_path, bool as_json) {
                  g.value("rate_per_hour", 0.0), g.value("restarts", 0));
     }
   }
+  if (live_ok && run.status == RunStatus::running && !live.value("idea_queue", "").empty()) {
+    const auto idea = live.value("idea", nlohmann::json());
+    if (idea.is_object())
+      fmt::print("idea {} ({}): {}, template {}, {} configs so far; queue {}\n", idea.value("id", 0),
+                 idea.value("file", "?"), idea.value("status", "?"), idea.value("template", "-"),
+                 idea.value("configs", 0), live.value("idea_queue", ""));
+    else
+      fmt::print("idea queue {}: waiting for an idea\n", live.value("idea_queue", ""));
+  }
+  if (live_ok && run.status == RunStatus::running && !live.value("proposer", "").empty())
+    fmt::print("proposer: {}\n", live.value("proposer", ""));
   if (live_ok && live.value("shard", nlohmann::json()).is_string())
     fmt::print("shard {} of the search space\n", live["shard"].get<std::string>());
   if (eta_s) fmt::print("ETA {:.0f} min (budget, iteration limit or search space, whichever ends first)\n", *eta_s / 60);

@@ -3,6 +3,7 @@
 // One run covers each verdict (win, no_gain, slower, broken: does_not_apply, compile, wrong_result, bad_input),
 // stacking (the second win applies only to the first's code), no re-run of a known idea, and no GPU time for
 // an idea broken before tuning; a second run drops an idea into a running daemon and removes its folder.
+#include <signal.h>
 #include <sys/wait.h>
 
 #include <chrono>
@@ -243,6 +244,75 @@ TEST(Ideas, AnIdeaDroppedIntoARunningDaemonIsJudgedAndAVanishedQueueIsReported) 
   EXPECT_EQ(missing->broken_kind, "bad_input");
   auto db = ExperimentDb::open(f.db, ExperimentDb::Mode::read_only);
   EXPECT_EQ(db.runs().back().status, RunStatus::finished);
+}
+
+}  // namespace
+}  // namespace attn
+
+namespace attn {
+namespace {
+
+TEST(Ideas, ALosingIdeaRunsOnANewParentOnlyWithRetryYes) {
+  IdeaFixture f;
+  const std::string comment = after_f("a comment changes nothing", "// nothing");
+  f.queue_idea("a.idea", comment, 300);
+  const test::Output first = test::run_tuner(f.args(""));
+  ASSERT_EQ(first.code, 0) << first.text;
+  // A second run: a win, then the same code twice more, once without and once with Retry: yes.
+  f.queue_idea("w.idea", kWin, 200);
+  f.queue_idea("b_no_retry.idea", "Description: the same code again\n" + comment.substr(comment.find('\n') + 1), 100);
+  f.queue_idea("c_retry.idea", "Retry: yes\n" + comment, 50);
+  const test::Output second = test::run_tuner(f.args(""));
+  ASSERT_EQ(second.code, 0) << second.text;
+  EXPECT_NE(second.text.find("a.idea: already judged no_gain on fake"), std::string::npos) << second.text;
+  EXPECT_NE(second.text.find("b_no_retry.idea: already judged no_gain on fake (idea 1); add 'Retry: yes'"),
+            std::string::npos) << second.text;
+  auto db = ExperimentDb::open(f.db, ExperimentDb::Mode::read_only);
+  std::map<std::string, IdeaRecord> by_file;
+  for (const auto& i : db.ideas()) by_file[i.file] = i;
+  ASSERT_EQ(by_file.size(), 3u);  // a, w, c_retry
+  EXPECT_EQ(by_file["a.idea"].parent_template, "fake");
+  EXPECT_EQ(by_file["w.idea"].verdict, "win");
+  EXPECT_EQ(by_file["c_retry.idea"].idea_hash, by_file["a.idea"].idea_hash);  // one idea, whatever its words
+  EXPECT_EQ(by_file["c_retry.idea"].parent_template, by_file["w.idea"].template_name);
+  EXPECT_EQ(by_file["c_retry.idea"].verdict, "no_gain");
+}
+
+TEST(Ideas, AnIdeaCutOffByAKilledDaemonRunsAgainFromTheStart) {
+  IdeaFixture f;
+  f.queue_idea("w.idea", kWin);
+  const std::string log = f.dir + "/daemon.log";
+  const pid_t pid = test::spawn_tuner(f.args(""), "FAKE_WORKER_DELAY=0.4", log);
+  std::optional<IdeaRecord> tuning;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(40);
+  while (!tuning && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (!fs::exists(f.db)) continue;
+    auto db = ExperimentDb::open(f.db, ExperimentDb::Mode::read_only);
+    for (const auto& i : db.ideas())
+      if (i.status == "tuning") tuning = i;
+  }
+  ASSERT_TRUE(tuning) << test::read_text(log);
+  const test::Output status = test::run_tuner("status --db '" + f.db + "'");
+  EXPECT_NE(status.text.find("idea " + std::to_string(tuning->id) + " (w.idea): tuning"), std::string::npos)
+      << status.text;
+  ::kill(pid, SIGKILL);
+  test::wait_exit(pid);
+  const test::Output again = test::run_tuner(f.args(""));
+  ASSERT_EQ(again.code, 0) << again.text;
+  EXPECT_NE(again.text.find("1 idea(s) left without a verdict were marked interrupted"), std::string::npos) << again.text;
+  auto db = ExperimentDb::open(f.db, ExperimentDb::Mode::read_only);
+  const auto ideas = db.ideas();
+  ASSERT_EQ(ideas.size(), 2u);
+  EXPECT_EQ(ideas[0].status, "interrupted");
+  EXPECT_NE(ideas[0].reason.find("the daemon ended before its verdict"), std::string::npos) << ideas[0].reason;
+  EXPECT_EQ(ideas[1].file, "w.idea");
+  EXPECT_EQ(ideas[1].verdict, "win");
+  EXPECT_NE(ideas[1].template_name, ideas[0].template_name);
+  // The cut-off idea's template left the search: no iteration of it in the second run.
+  const auto r = db.sql_readonly("SELECT count(*) FROM iterations WHERE template = '" + ideas[0].template_name +
+                                 "' AND run_id = " + std::to_string(ideas[1].run_id));
+  EXPECT_EQ(*r.rows.at(0).at(0), "0");
 }
 
 }  // namespace
