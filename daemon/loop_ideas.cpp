@@ -8,8 +8,6 @@
 #include <cmath>
 #include <filesystem>
 
-#include <xxhash.h>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
@@ -23,10 +21,8 @@
 namespace attn::tuning {
 namespace {
 
-std::string bytes_hash(const std::string& s) {
-  const XXH128_hash_t h = XXH3_128bits(s.data(), s.size());
-  return fmt::format("file:{:016x}{:016x}", h.high64, h.low64);
-}
+/// The identity of bytes that are not an idea (bad input, a queue problem): "file:" + their XXH3-128.
+std::string bytes_hash(const std::string& s) { return "file:" + xxh128_hex(s); }
 
 /// The Config with `axis` = `value` (a new axis of an idea switched on).
 Config with(Config c, const std::string& axis, std::int64_t value) {
@@ -63,8 +59,7 @@ void Loop::load_idea_templates() {
   }
 }
 
-std::optional<std::string> Loop::idea_parent(const std::string& root) {
-  const auto ideas = db_.ideas();
+std::optional<std::string> Loop::idea_parent(const std::vector<IdeaRecord>& ideas, const std::string& root) const {
   for (auto i = ideas.rbegin(); i != ideas.rend(); ++i)
     if (i->status == "done" && i->verdict == "win" && kernels_.count(i->template_name) &&
         proposal_root_template(i->template_name) == root)
@@ -111,6 +106,7 @@ void Loop::poll_ideas(GpuSlot& slot) {
 }
 
 bool Loop::start_idea(const QueuedIdea& q) {
+  const std::vector<IdeaRecord> known = db_.ideas();
   IdeaRecord rec;
   rec.run_id = summary_.run_id;
   rec.file = q.name;
@@ -120,7 +116,7 @@ bool Loop::start_idea(const QueuedIdea& q) {
     rec.broken_kind = kind;
     rec.reason = why;
     rec.wall_s = 0.0;
-    for (const auto& old : db_.ideas())  // the same bytes were judged bad before (an earlier run)
+    for (const auto& old : known)  // the same bytes were judged bad before (an earlier run)
       if (old.idea_hash == rec.idea_hash && old.broken_kind == kind) return true;
     rec.id = db_.add_idea(rec);
     say(fmt::format("idea {} ({}): broken ({}): {}", rec.id, q.name, kind, why));
@@ -151,7 +147,7 @@ bool Loop::start_idea(const QueuedIdea& q) {
     if (!champ) return false;  // nothing tuned yet: it waits for a champion
     root = proposal_root_template(champ->template_name);
   }
-  const auto parent = idea_parent(root);
+  const auto parent = idea_parent(known, root);
   if (!parent)
     return record_broken("bad_input", fmt::format("Template: {} is not tuned by this run (templates: {})", root,
                                                   fmt::join(search_.template_names(), ", ")));
@@ -161,7 +157,7 @@ bool Loop::start_idea(const QueuedIdea& q) {
   rec.parent_iteration_id = parent_best->iter;
 
   // Never twice on the same parent; on a new parent only when the file asks (Retry: yes).
-  for (const auto& old : db_.ideas()) {
+  for (const auto& old : known) {
     if (old.idea_hash != file.hash || old.status != "done") continue;
     if (old.parent_template == *parent || !file.retry) {
       say(fmt::format("idea {}: already judged {} on {} (idea {}){}", q.name, old.verdict, old.parent_template, old.id,
@@ -364,14 +360,13 @@ void Loop::judge_idea(GpuSlot& slot) {
     search_.retire(t);
     return end_idea("broken", "crash", "the A/B/A re-timing against the parent failed (see the log)");
   }
-  const double mean = (a1->score_ms + a2->score_ms) / 2, lead = mean - b->score_ms;
-  // The champion rule's noise (tuner/champion.hpp, docs/tuner.md): |A1 - A2|, the worst relative spread of
-  // the looks, the 0.5 % floor.
-  const double rel = std::max({pc.measured.rel_spread, ic.measured.rel_spread, a1->rel_spread, b->rel_spread,
-                               a2->rel_spread});
-  const ChampionRule rule;
-  const double noise = std::max({std::abs(a1->score_ms - a2->score_ms), rule.spread_weight * rel * mean,
-                                 rule.floor_rel * mean});
+  // The champion rule's numbers (tuner/champion.hpp, docs/tuner.md): noise = max(|A1 - A2|, the worst relative
+  // spread of the looks x the score, the 0.5 % floor).
+  const ChampionDecision d = measure_aba(
+      {pc.measured.score_ms, ic.measured.score_ms, std::max({pc.measured.rel_spread, a1->rel_spread, a2->rel_spread}),
+       std::max(ic.measured.rel_spread, b->rel_spread)},
+      {a1->score_ms, b->score_ms, a2->score_ms});
+  const double mean = d.incumbent_ms, lead = d.lead_ms, noise = d.noise_ms;
   a.rec.parent_ms = mean;
   a.rec.idea_ms = b->score_ms;
   a.rec.delta_pct = (b->score_ms / mean - 1) * 100;
@@ -432,7 +427,7 @@ void Loop::end_idea(const std::string& verdict, const std::string& kind, const s
   db_.update_idea(a.rec);
   say(fmt::format("idea {} ({}): {}{}: {} [{} configs, {:.0f} s]", a.rec.id, a.rec.file, verdict,
                   kind.empty() ? "" : " (" + kind + ")", reason, a.rec.configs, *a.rec.wall_s));
-  if (search_.template_names().size() && kernels_.count(a.rec.template_name) && verdict == "win")
+  if (verdict == "win")
     say(fmt::format("idea {}: {} is the parent of the next idea of its lineage", a.rec.id, a.rec.template_name));
   idea_.reset();
   ideas_scanned_ = {};  // the next idea now

@@ -79,38 +79,16 @@ IdeaRecord read_idea(sqlite::Statement& st) {
   return i;
 }
 
-}  // namespace
+// The columns add_idea and update_idea write (all but id, run_id, file, idea_hash, started_at, finished_at),
+// in the order bind_idea_fields binds them.
+constexpr const char* kIdeaFields[] = {
+    "description", "hypothesis", "diff", "space_json", "default_json", "parent_template", "parent_iteration_id",
+    "proposal_id", "template", "status", "verdict", "broken_kind", "reason", "configs", "best_iteration_id",
+    "best_ms", "parent_ms", "idea_ms", "delta_pct", "noise_pct", "aba_json", "holdout_parent_ms",
+    "holdout_idea_ms", "gpu_s", "wall_s"};
 
-std::int64_t ExperimentDb::add_idea(const IdeaRecord& i) {
-  require_writable("add_idea");
-  check_idea(i, "add_idea");
-  sqlite::Transaction tx(conn_);
-  if (!run(i.run_id)) throw std::invalid_argument(fmt::format("add_idea: no run {} in {}", i.run_id, path()));
-  conn_.prepare("INSERT INTO ideas (run_id, file, idea_hash, status) VALUES (?, ?, ?, ?)")
-      .bind(1, i.run_id)
-      .bind(2, i.file)
-      .bind(3, i.idea_hash)
-      .bind(4, i.status)
-      .run();
-  IdeaRecord row = i;
-  row.id = conn_.last_insert_rowid();
-  tx.commit();
-  update_idea(row);
-  return row.id;
-}
-
-void ExperimentDb::update_idea(const IdeaRecord& i) {
-  require_writable("update_idea");
-  check_idea(i, "update_idea");
-  sqlite::Transaction tx(conn_);
-  auto st = conn_.prepare(fmt::format(
-      "UPDATE ideas SET description = ?, hypothesis = ?, diff = ?, space_json = ?, default_json = ?, "
-      "parent_template = ?, parent_iteration_id = ?, proposal_id = ?, template = ?, status = ?, verdict = ?, "
-      "broken_kind = ?, reason = ?, configs = ?, best_iteration_id = ?, best_ms = ?, parent_ms = ?, idea_ms = ?, "
-      "delta_pct = ?, noise_pct = ?, aba_json = ?, holdout_parent_ms = ?, holdout_idea_ms = ?, gpu_s = ?, "
-      "wall_s = ?, finished_at = CASE WHEN ? IN ('done', 'interrupted') THEN {} ELSE NULL END WHERE id = ?",
-      kNowSql));
-  int c = 1;
+/// Binds kIdeaFields of `i` from parameter `c` on; returns the next parameter index.
+int bind_idea_fields(sqlite::Statement& st, const IdeaRecord& i, int c) {
   st.bind(c++, i.description).bind(c++, i.hypothesis).bind(c++, i.diff).bind(c++, i.space_json);
   st.bind(c++, i.default_json).bind(c++, i.parent_template).bind(c++, i.parent_iteration_id);
   st.bind(c++, i.proposal_id).bind(c++, i.template_name).bind(c++, i.status).bind(c++, i.verdict);
@@ -118,7 +96,45 @@ void ExperimentDb::update_idea(const IdeaRecord& i) {
   for (const auto& x : {i.best_ms, i.parent_ms, i.idea_ms, i.delta_pct, i.noise_pct}) st.bind(c++, x);
   st.bind(c++, i.aba_json);
   for (const auto& x : {i.holdout_parent_ms, i.holdout_idea_ms, i.gpu_s, i.wall_s}) st.bind(c++, x);
-  st.bind(c++, i.status).bind(c++, i.id);
+  return c;
+}
+
+/// "CASE WHEN <status> IN ('done', 'interrupted') THEN now ELSE NULL END" for finished_at, status bound as `?`.
+std::string finished_at_sql() {
+  return fmt::format("CASE WHEN ? IN ('done', 'interrupted') THEN {} ELSE NULL END", kNowSql);
+}
+
+}  // namespace
+
+std::int64_t ExperimentDb::add_idea(const IdeaRecord& i) {
+  require_writable("add_idea");
+  check_idea(i, "add_idea");
+  sqlite::Transaction tx(conn_);
+  if (!run(i.run_id)) throw std::invalid_argument(fmt::format("add_idea: no run {} in {}", i.run_id, path()));
+  std::string cols, marks;
+  for (const char* f : kIdeaFields) {
+    cols += std::string(", ") + f;
+    marks += ", ?";
+  }
+  auto st = conn_.prepare(fmt::format("INSERT INTO ideas (run_id, file, idea_hash{}, finished_at) VALUES (?, ?, ?{}, {})",
+                                      cols, marks, finished_at_sql()));
+  st.bind(1, i.run_id).bind(2, i.file).bind(3, i.idea_hash);
+  st.bind(bind_idea_fields(st, i, 4), i.status);
+  st.run();
+  const std::int64_t id = conn_.last_insert_rowid();
+  tx.commit();
+  return id;
+}
+
+void ExperimentDb::update_idea(const IdeaRecord& i) {
+  require_writable("update_idea");
+  check_idea(i, "update_idea");
+  std::string sets;
+  for (const char* f : kIdeaFields) sets += std::string(sets.empty() ? "" : ", ") + f + " = ?";
+  sqlite::Transaction tx(conn_);
+  auto st = conn_.prepare(fmt::format("UPDATE ideas SET {}, finished_at = {} WHERE id = ?", sets, finished_at_sql()));
+  const int c = bind_idea_fields(st, i, 1);
+  st.bind(c, i.status).bind(c + 1, i.id);
   st.run();
   if (conn_.changes() != 1) throw std::invalid_argument(fmt::format("update_idea: no idea {} in {}", i.id, path()));
   tx.commit();

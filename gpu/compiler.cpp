@@ -231,8 +231,10 @@ CompiledVariant Compiler::retry_transient(CompiledVariant result, const CompileR
   return result;
 }
 
+std::string xxh128_hex(std::string_view bytes) { return hex128(XXH3_128bits(bytes.data(), bytes.size())); }
+
 std::string cubin_hash(const std::vector<char>& cubin) {
-  return cubin.empty() ? std::string() : hex128(XXH3_128bits(cubin.data(), cubin.size()));
+  return cubin.empty() ? std::string() : xxh128_hex({cubin.data(), cubin.size()});
 }
 
 std::vector<std::string> Compiler::nvrtc_options(const CompileRequest& req) const {

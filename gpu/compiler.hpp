@@ -7,6 +7,7 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gpu/failure.hpp"
@@ -63,6 +64,9 @@ struct CompilerOptions {
 /// hash are byte-identical for every practical purpose: export accepts a changed template source when its
 /// recompiled cubin hashes to the one recorded with the variant (docs/export.md).
 std::string cubin_hash(const std::vector<char>& cubin);
+/// XXH3-128 of `bytes` as 32 lowercase hex digits (the hash of cubin_hash and of the compile cache's keys;
+/// also an idea file's identity, proposer/idea_file.hpp).
+std::string xxh128_hex(std::string_view bytes);
 
 /// $ATTN_TUNER_CACHE, else $HOME/.cache/attn-tuner (./.attn-tuner-cache without HOME).
 std::string default_cache_dir();

@@ -1,14 +1,14 @@
 // parse_idea / split_unified_diff: the idea file format (proposer/idea_file.hpp, docs/ideas.md).
 #include "proposer/idea_file.hpp"
 
-#include <xxhash.h>
-
 #include <cctype>
 #include <map>
 #include <regex>
 #include <set>
 
 #include <fmt/format.h>
+
+#include "gpu/compiler.hpp"
 
 namespace attn {
 namespace {
@@ -209,8 +209,7 @@ IdeaFile parse_idea(const std::string& name, const std::string& bytes) {
   std::string canonical = "attn-tuner idea v1\n" + idea.template_root + "\n" + idea.space.dump() + "\n" +
                           idea.defaults.dump() + "\n";
   for (const auto& f : idea.files) canonical += f.text;
-  const XXH128_hash_t h = XXH3_128bits(canonical.data(), canonical.size());
-  idea.hash = fmt::format("{:016x}{:016x}", h.high64, h.low64);
+  idea.hash = xxh128_hex(canonical);
   return idea;
 }
 

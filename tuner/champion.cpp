@@ -70,9 +70,7 @@ ChampionDecision prefilter_challenger(const FirstLook& first) {
   return d;
 }
 
-ChampionDecision decide_champion(const FirstLook& first, const AbaTiming& aba, const ChampionRule& rule) {
-  ChampionDecision d = prefilter_challenger(first);
-  if (d.verdict == ChampionVerdict::not_faster) return d;
+ChampionDecision measure_aba(const FirstLook& first, const AbaTiming& aba, const ChampionRule& rule) {
   require_score(aba.a1_ms, "A/B/A first incumbent score A1");
   require_score(aba.b_ms, "A/B/A challenger score B");
   require_score(aba.a2_ms, "A/B/A second incumbent score A2");
@@ -80,7 +78,7 @@ ChampionDecision decide_champion(const FirstLook& first, const AbaTiming& aba, c
     throw std::invalid_argument(fmt::format("champion rule: floor_rel must be >= 0, got {}", rule.floor_rel));
   if (!std::isfinite(rule.spread_weight) || rule.spread_weight < 0)
     throw std::invalid_argument(fmt::format("champion rule: spread_weight must be >= 0, got {}", rule.spread_weight));
-
+  ChampionDecision d;
   const double a = 0.5 * (aba.a1_ms + aba.a2_ms);
   const double rel = rule.spread_weight * std::max(first.incumbent_rel_spread, first.challenger_rel_spread);
   d.incumbent_ms = a;
@@ -90,6 +88,15 @@ ChampionDecision decide_champion(const FirstLook& first, const AbaTiming& aba, c
   d.noise_spread_ms = rel * a;
   d.noise_floor_ms = rule.floor_rel * a;
   d.noise_ms = std::max({d.noise_aba_ms, d.noise_spread_ms, d.noise_floor_ms});
+  return d;
+}
+
+ChampionDecision decide_champion(const FirstLook& first, const AbaTiming& aba, const ChampionRule& rule) {
+  ChampionDecision d = prefilter_challenger(first);
+  if (d.verdict == ChampionVerdict::not_faster) return d;
+  d = measure_aba(first, aba, rule);
+  const double a = d.incumbent_ms;
+  const double rel = rule.spread_weight * std::max(first.incumbent_rel_spread, first.challenger_rel_spread);
   const std::string noise_terms =
       fmt::format("noise {:.4f} ms = max(A/A {:.4f}, spread {:.2f}% -> {:.4f}, floor {:.2f}% -> {:.4f})", d.noise_ms,
                   d.noise_aba_ms, 100.0 * rel, d.noise_spread_ms, 100.0 * rule.floor_rel, d.noise_floor_ms);

@@ -74,6 +74,12 @@ struct ChampionDecision {
 /// Throws std::invalid_argument on a score <= 0, a negative spread, or a non-finite number.
 ChampionDecision prefilter_challenger(const FirstLook& first);
 
+/// The A/B/A's numbers without a verdict: incumbent_ms = mean(A1, A2), challenger_ms = B, lead_ms, and the
+/// noise terms of the rule below (|A1 - A2|, spread_weight * max(rel spreads) * mean, floor_rel * mean), for a
+/// comparison that needs them either way (an idea against its parent: daemon/loop_ideas.cpp). verdict and
+/// reason are left at their defaults. Throws std::invalid_argument like decide_champion.
+ChampionDecision measure_aba(const FirstLook& first, const AbaTiming& aba, const ChampionRule& rule = {});
+
 /// The full rule: the pre-filter, then promote iff B < A1 and B < A2 and
 /// mean(A1, A2) - B > max(|A1 - A2|, spread_weight * max(rel spreads) * mean(A1, A2),
 ///                        floor_rel * mean(A1, A2)).
