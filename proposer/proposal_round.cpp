@@ -2,7 +2,9 @@
 #include "proposer/proposal_round.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
+#include <map>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -50,6 +52,27 @@ ProposalContext context_for(const ProposerOptions& o, const ProposalRequest& r, 
   std::reverse(c.recent.begin(), c.recent.end());
   c.ideas = db.ideas();
   return c;
+}
+
+/// Leaves out of `s` the folders of the idea queue's proposals (proposals/<N> whose row is an idea, other
+/// than `own`): the daemon applies and checks ideas in them while the proposer runs beside the tuning.
+void drop_idea_folders(Snapshot& s, const std::string& proposals_dir, std::int64_t own, ExperimentDb& db) {
+  const std::string prefix = proposals_dir + "/";
+  std::map<std::int64_t, bool> is_idea;
+  std::erase_if(s.files, [&](const auto& entry) {
+    const std::string& path = entry.first;
+    if (path.rfind(prefix, 0) != 0) return false;
+    const std::string id_text = path.substr(prefix.size(), path.find('/', prefix.size()) - prefix.size());
+    if (id_text.empty() || !std::all_of(id_text.begin(), id_text.end(), [](unsigned char c) { return std::isdigit(c); }) || id_text.size() > 15) return false;
+    const std::int64_t id = std::stoll(id_text);
+    if (id == own) return false;
+    auto [it, fresh] = is_idea.try_emplace(id, false);
+    if (fresh) {
+      const auto p = db.proposal(id);
+      it->second = p && p->command.rfind("idea ", 0) == 0;
+    }
+    return it->second;
+  });
 }
 
 }  // namespace
@@ -100,11 +123,13 @@ ProposalRoundResult run_proposal_round(const ProposerOptions& o, const ProposalR
   watched.by_content(db_file + "-wal");
   for (const auto& f : r.daemon_files) watched.exclude(fs::absolute(f).lexically_normal().string());
   spdlog::info("proposal {}: running `{}` in {} (limit {:g} s)", rec.id, o.command, workdir, o.timeout_s);
-  const Snapshot before = watched.snapshot();
+  Snapshot before = watched.snapshot();
   const ProposerExit ex = run_proposer_command(
       o.command, workdir, log, proposer_environment({fmt::format("ATTN_PROPOSAL_ID={}", rec.id)}), o.timeout_s,
       should_stop);
-  const Snapshot after = watched.snapshot();
+  Snapshot after = watched.snapshot();
+  drop_idea_folders(before, proposals_dir_for(r.db_path), rec.id, db);
+  drop_idea_folders(after, proposals_dir_for(r.db_path), rec.id, db);
 
   rec.exit_status = ex.status;
   rec.proposer_ms = ex.wall_ms;

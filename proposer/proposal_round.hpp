@@ -39,8 +39,10 @@ struct ProposalRequest {
   std::int64_t champion_iter = 0;         ///< the overall champion's iteration
   std::string db_path;                    ///< its folder is watched; never shown to the proposer
   std::vector<std::string> template_dirs; ///< watched with contents and restored after a write
-  /// Files the daemon itself writes while the proposer runs beside the tuning (the DB and its WAL, iters.tsv,
-  /// the status file, ...): not watched, so that the daemon's own writes are not taken for the proposer's.
+  /// Files and folders the daemon itself writes while the proposer runs beside the tuning (the DB and its WAL,
+  /// iters.tsv, the status file, the cubin cache, the idea queue, ...): not watched, so that the daemon's own
+  /// writes are not taken for the proposer's. The idea queue's proposal folders (proposals/<N> of an idea)
+  /// are left out as well.
   std::vector<std::string> daemon_files;
 };
 

@@ -21,3 +21,5 @@ run 10 $D/10_one_p_q_regs.idea '{"ONE_P":1,"Q_REGS":1}' "{$I21092,\"ONE_P\":1,\"
 run 11 $D/11_qk_split.idea '{"QK_SPLIT":1}' "{$I21092,\"QK_SPLIT\":1}" "{$I21133,\"QK_SPLIT\":1}" '{"QK_SPLIT":1,"SOFTMAX":2,"BLOCK_N":64}'
 run 12 $D/12_v_load.idea '{"V_LOAD":1}' "{$I21092,\"V_LOAD\":1}" "{$I21092,\"V_LOAD\":1,\"BLOCK_N\":64,\"CONVERTERS\":2}" "{$I21092,\"V_LOAD\":1,\"V_CONVERT\":1}"
 run 13 $D/13_convert_unroll.idea '{"ATTN_CONVERT_UNROLL":8}' "{$I21092,\"ATTN_CONVERT_UNROLL\":8}" "{$I21092,\"ATTN_CONVERT_UNROLL\":8,\"CONVERTERS\":2}"
+run 14 $D/14_p_split.idea '{"P_SPLIT":1}' "{$I21092,\"P_SPLIT\":1}" "{$I21133,\"P_SPLIT\":1}" "{$I21092,\"P_SPLIT\":1,\"SOFTMAX\":1}" "{$I21133,\"P_SPLIT\":1,\"SOFTMAX\":1}" "{$I21092,\"P_SPLIT\":1,\"BLOCK_N\":64,\"CONVERTERS\":2}" '{"P_SPLIT":1,"OVERLAP":0,"CONSUMERS":1,"SOFTMAX":2}'
+run 15 $D/15_exp2_poly.idea '{"ATTN_EXP2_POLY":1}' "{$I21092,\"ATTN_EXP2_POLY\":1}" "{$I21133,\"ATTN_EXP2_POLY\":2}" '{"ATTN_EXP2_POLY":2,"SOFTMAX":1}'

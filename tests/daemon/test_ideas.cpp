@@ -278,6 +278,36 @@ TEST(Ideas, ALosingIdeaRunsOnANewParentOnlyWithRetryYes) {
   EXPECT_EQ(by_file["c_retry.idea"].verdict, "no_gain");
 }
 
+// Found on the H100 (2026-11-25, the proposer A/B of docs/results.md): with the cubin cache inside the DB's
+// folder, the daemon's own compiles while a proposer slept were taken for the proposer's writes and its
+// proposal rejected. The cache, the idea queue and the ideas' proposal folders are the daemon's own.
+TEST(Ideas, AProposerBesideIdeasIsNotBlamedForTheDaemonsWritesInItsFolder) {
+  IdeaFixture f;
+  const std::string runs = f.dir + "/runs", queue = runs + "/queue", cache = runs + "/cache";
+  fs::create_directories(queue);
+  test::write_text(queue + "/w.idea", kWin);
+  const std::string script = f.dir + "/proposer.sh";
+  test::write_text(script, "#!/bin/sh\nsleep 3\necho 'thought about it' > notes.txt\n");
+  fs::permissions(script, fs::perms::owner_all);
+  std::string args = f.args("--budget 9s --proposer '" + script + "' --propose-every 1 --proposer-timeout 30");
+  args.replace(args.find("'" + f.queue + "'"), f.queue.size() + 2, "'" + queue + "'");
+  args.replace(args.find("'" + f.dir + "/cache'"), f.dir.size() + 8, "'" + cache + "'");
+  const test::Output out = test::run_tuner(args, "FAKE_WORKER_DELAY=0.2");
+  ASSERT_EQ(out.code, 0) << out.text;
+  EXPECT_EQ(out.text.find("wrote outside its directory"), std::string::npos) << out.text;
+  auto db = ExperimentDb::open(f.db, ExperimentDb::Mode::read_only);
+  int proposer_calls = 0;
+  for (const auto& p : db.proposals()) {
+    if (p.command.rfind("idea ", 0) == 0) continue;
+    ++proposer_calls;
+    EXPECT_NE(p.status, ProposalStatus::rejected) << p.reason;
+  }
+  EXPECT_GE(proposer_calls, 1);
+  ASSERT_EQ(db.ideas().size(), 1u);  // the idea ran beside the proposer: its folder is in runs/proposals too
+  EXPECT_EQ(db.ideas()[0].verdict, "win");
+  EXPECT_TRUE(fs::exists(cache)) << "the test must compile into the DB's folder";
+}
+
 TEST(Ideas, AnIdeaCutOffByAKilledDaemonRunsAgainFromTheStart) {
   IdeaFixture f;
   f.queue_idea("w.idea", kWin);
