@@ -24,6 +24,10 @@ namespace attn {
 namespace fs = std::filesystem;
 namespace {
 
+/// NVRTC 13's switch for its own compile cache (nvrtc.h, "--no-cache": "Disable the use of cache for both ptx
+/// and cubin code generation"); see Compiler::nvrtc_options.
+constexpr std::string_view kNoNvrtcCache = "-no-cache";
+
 std::optional<std::string> read_text(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);
   if (!f) return std::nullopt;
@@ -243,6 +247,12 @@ std::vector<std::string> Compiler::nvrtc_options(const CompileRequest& req) cons
   const fs::path dir = fs::path(req.source_path).parent_path();
   o.push_back("-I" + (dir.empty() ? std::string(".") : dir.string()));
   o.push_back("--ptxas-options=-v");
+  // NVRTC 13 keeps a cross-process cache of its own where a driver is installed (the GPU machine, not a
+  // CPU-only one); a config it has seen before comes back without the ptxas -v log (registers and spills
+  // unknown) and with its lookup time as the compile time (seen on the H100, 2026-11-25: the second of two
+  // runs of one seed had 2,138 of 2,715 variants without a register count). Our content-hashed cache is the
+  // one cache; the option changes no code, so it stays out of the hash (content_hash).
+  o.push_back(std::string(kNoNvrtcCache));
   for (const auto& [name, value] : req.defines) o.push_back(fmt::format("-D{}={}", name, value));
   o.insert(o.end(), req.extra_options.begin(), req.extra_options.end());
   return o;
@@ -259,7 +269,7 @@ std::string Compiler::content_hash(const CompileRequest& req) const {
     h.add(text);
   }
   for (const auto& opt : nvrtc_options(req))
-    if (opt.rfind("-I", 0) != 0) h.add(opt);  // -arch, -std, -D (sorted: Config is a std::map), extras
+    if (opt.rfind("-I", 0) != 0 && opt != kNoNvrtcCache) h.add(opt);  // -arch, -std, -D (sorted: Config is a std::map), extras
   h.add(req.kernel);
   h.add(nvrtc_version_string());
   return h.digest();

@@ -1,4 +1,5 @@
 // NVRTC compiler, ptxas resource parsing, the content-hash disk cache and the CompilePool (no GPU needed).
+#include <algorithm>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -109,6 +110,23 @@ TEST(Compiler, ParsesResourcesFromRealLog) {
   ASSERT_TRUE(capped.ok) << capped.log;
   EXPECT_LE(capped.resources.registers, 24);
   EXPECT_GT(capped.resources.spill_stores + capped.resources.stack_frame, 0) << capped.log;
+}
+
+// NVRTC 13's own cross-process cache (where a driver is installed) returns a cubin without the ptxas -v
+// log: off in every compile, and out of the cache key (it changes no code). The same cubin both ways.
+TEST(Compiler, NvrtcsOwnCacheIsOffAndOutOfTheKey) {
+  Probe p;
+  const Compiler c = make_compiler(test::temp_dir("attn-cache"));
+  const auto options = c.nvrtc_options(p.req(8));
+  EXPECT_EQ(std::count(options.begin(), options.end(), "-no-cache"), 1);
+  EXPECT_EQ(c.content_hash(p.req(8, {"-no-cache"})), c.content_hash(p.req(8)));
+  const CompiledVariant v = c.compile(p.req(8));
+  ASSERT_TRUE(v.ok) << v.log;
+  EXPECT_GT(v.resources.registers, 0) << v.log;
+  const CompiledVariant again = make_compiler(test::temp_dir("attn-cache")).compile(p.req(8));  // no cache of ours
+  ASSERT_TRUE(again.ok && !again.cache_hit) << again.log;
+  EXPECT_EQ(again.resources, v.resources);
+  EXPECT_EQ(again.cubin, v.cubin);
 }
 
 TEST(Compiler, CacheHitsAndHashChanges) {
