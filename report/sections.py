@@ -101,6 +101,11 @@ def score(data, ctx):
     return "score", "Score over time", body
 
 
+# Per-value means and a two-way ANOVA over fewer configs than this are noise: an idea's template is tuned
+# with 8 to 24 configs (docs/ideas.md) and judged by its A/B/A in the Ideas section instead.
+MIN_CONFIGS_FOR_EFFECTS = 12
+
+
 def parameters(data, ctx):
     its = ctx["scored"]
     body = ('<p class="small">Per parameter of each template: the scores of the whole-suite keep/discard '
@@ -113,8 +118,9 @@ def parameters(data, ctx):
         tits = [it for it in its if it["template"] == tname]
         values = an.parameter_values(tits)
         body += f"<h3>{esc(tname)} ({len(tits)} configs)</h3>\n"
-        if len(tits) < 4 or not values:
-            body += note(f"Too few configs of {tname} with varying parameters to show effects.")
+        if len(tits) < MIN_CONFIGS_FOR_EFFECTS or not values:
+            body += note(f"Too few configs of {tname} with varying parameters to show effects (charts from "
+                         f"{MIN_CONFIGS_FOR_EFFECTS}; an idea's few configs are judged in the Ideas section).")
             continue
         body += img(plots.parameter_effects(ctx["out"], tname, tits, values, f"params_{k}.png"),
                     f"parameter effects of {tname}")
