@@ -114,9 +114,11 @@ ExportVariant load_export_variant(const IterationRecord& it, const VariantRecord
         "headers, the NVRTC options or the NVRTC version changed since it was compiled, so the exported source "
         "would not be the cubin's.{} Re-tune, or pass --allow-stale-source to export the cubin with the current source",
         iter, vr.template_name, vr.params, space.source_path(), hash, vr.content_hash, cubin_verdict));
+  // The submission's setup() derives -arch, -I and -D; ptxas -v and the daemon's -no-cache (gpu/compiler.cpp)
+  // are the tuning's bookkeeping, not the code: only the options that shape the cubin travel.
   for (const auto& opt : compiler.nvrtc_options(request))
     if (opt.rfind("-arch", 0) != 0 && opt.rfind("-I", 0) != 0 && opt.rfind("-D", 0) != 0 &&
-        opt.rfind("--ptxas-options", 0) != 0)
+        opt.rfind("--ptxas-options", 0) != 0 && opt != kNoNvrtcCache)
       v.nvrtc_options.push_back(opt);
 
   std::string cubin_origin = "db cubin_path";

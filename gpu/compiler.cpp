@@ -24,10 +24,6 @@ namespace attn {
 namespace fs = std::filesystem;
 namespace {
 
-/// NVRTC 13's switch for its own compile cache (nvrtc.h, "--no-cache": "Disable the use of cache for both ptx
-/// and cubin code generation"); see Compiler::nvrtc_options.
-constexpr std::string_view kNoNvrtcCache = "-no-cache";
-
 std::optional<std::string> read_text(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);
   if (!f) return std::nullopt;

@@ -70,6 +70,11 @@ std::string xxh128_hex(std::string_view bytes);
 
 /// $ATTN_TUNER_CACHE, else $HOME/.cache/attn-tuner (./.attn-tuner-cache without HOME).
 std::string default_cache_dir();
+
+/// NVRTC 13's switch for its own cross-process compile cache (nvrtc.h, "--no-cache": "Disable the use of cache for
+/// both ptx and cubin code generation"). Every compile passes it (Compiler::nvrtc_options): a cubin from that cache
+/// comes without the ptxas -v log. It changes no code, so it is neither in the cache key nor exported.
+inline constexpr std::string_view kNoNvrtcCache = "-no-cache";
 /// "13.0" (nvrtcVersion).
 std::string nvrtc_version_string();
 /// Parses ptxas -v output in an NVRTC log for entry function `kernel`.
