@@ -1,7 +1,9 @@
 // What a search strategy sees of one template's tuning so far: the space, the configs already
 // evaluated (and those proposed but not yet measured), their results, and the champion.
 #pragma once
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
@@ -39,17 +41,77 @@ struct Champion {
   double score_ms = 0;     ///< its recorded score
 };
 
+/// The valid configs of a space in enumerate()'s order, held compactly: each as its parameters' value
+/// indices packed into 64-bit words (one word for the project's templates: 8 bytes a config, where a Config
+/// map costs ~1.3 KB; a 500k-config space held as maps took 0.7 GB). Indexing and iteration build the
+/// Config on access (by value), equal to enumerate()'s element.
+class ValidConfigs {
+ public:
+  ValidConfigs() = default;
+  /// Walks the space's valid configs once (TemplateSpace::for_each_valid).
+  explicit ValidConfigs(const TemplateSpace& space);
+
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  /// The i-th valid config; i < size() (unchecked, like std::vector).
+  Config operator[](std::size_t i) const;
+  /// Bytes of the packed configs (capacity of the storage), for memory checks.
+  std::size_t packed_bytes() const { return words_.capacity() * sizeof(std::uint64_t); }
+
+  /// A random-access position whose dereference builds the Config (a value, not a reference).
+  class const_iterator {
+   public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = Config;
+    using difference_type = std::ptrdiff_t;
+    using pointer = void;
+    using reference = Config;
+    const_iterator() = default;
+    const_iterator(const ValidConfigs* list, std::size_t i) : list_(list), i_(i) {}
+    Config operator*() const { return (*list_)[i_]; }
+    const_iterator& operator++() { ++i_; return *this; }
+    const_iterator operator++(int) { auto old = *this; ++i_; return old; }
+    const_iterator& operator--() { --i_; return *this; }
+    const_iterator& operator+=(difference_type n) { i_ += n; return *this; }
+    const_iterator operator+(difference_type n) const { return {list_, i_ + n}; }
+    difference_type operator-(const const_iterator& o) const {
+      return static_cast<difference_type>(i_) - static_cast<difference_type>(o.i_);
+    }
+    bool operator==(const const_iterator& o) const { return i_ == o.i_; }
+    bool operator!=(const const_iterator& o) const { return i_ != o.i_; }
+
+   private:
+    const ValidConfigs* list_ = nullptr;
+    std::size_t i_ = 0;
+  };
+  const_iterator begin() const { return {this, 0}; }
+  const_iterator end() const { return {this, size_}; }
+
+ private:
+  struct Field {
+    std::size_t word = 0;    // which word of a config holds this parameter's value index
+    unsigned shift = 0, bits = 0;
+  };
+  std::vector<std::string> names_;                 // parameters() order
+  std::vector<std::vector<std::int64_t>> values_;  // parameters() order
+  std::vector<std::size_t> by_name_;               // parameter positions in the Config's (sorted) key order
+  std::vector<Field> fields_;                      // parameters() order
+  std::size_t words_per_config_ = 0;
+  std::size_t size_ = 0;
+  std::vector<std::uint64_t> words_;  // config i: words_[i * words_per_config_ ...]
+};
+
 /// Tuning state of one template. Owned by the daemon (one per template); strategies only read it.
 /// Not thread-safe: the daemon's proposal loop updates and reads it from one thread.
 class SearchState {
  public:
-  /// Enumerates the valid configs once (TemplateSpace::enumerate()).
+  /// Enumerates the valid configs once (TemplateSpace::for_each_valid, held as ValidConfigs).
   explicit SearchState(TemplateSpace space);
 
   const TemplateSpace& space() const { return space_; }
   const std::string& template_name() const { return space_.name(); }
-  /// Every valid config in odometer order (cached enumerate()).
-  const std::vector<Config>& valid_configs() const { return valid_; }
+  /// Every valid config in odometer order (enumerate()'s, held compactly: see ValidConfigs).
+  const ValidConfigs& valid_configs() const { return valid_; }
 
   /// Stores the outcome of `c` (a later record of the same config replaces the earlier one, e.g. an
   /// A/B/A re-timing) and clears its pending mark. Configs outside the space are accepted (results
@@ -85,7 +147,7 @@ class SearchState {
 
  private:
   TemplateSpace space_;
-  std::vector<Config> valid_;
+  ValidConfigs valid_;
   std::map<Config, Outcome> results_;
   std::set<Config> pending_;
   std::map<Config, ConfigResources> resources_;

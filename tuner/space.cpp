@@ -286,6 +286,12 @@ std::vector<Config> TemplateSpace::enumerate() const {
   return out;
 }
 
+void TemplateSpace::for_each_valid(const std::function<void(const std::vector<std::size_t>&)>& visit) const {
+  walk_valid([&](const std::vector<std::size_t>& idx) {
+    if (shard_count_ == 1 || in_shard(config_at(idx))) visit(idx);
+  });
+}
+
 std::uint64_t TemplateSpace::count_valid() const {
   std::uint64_t n = 0;
   walk_valid([&](const std::vector<std::size_t>& idx) {

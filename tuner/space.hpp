@@ -86,6 +86,10 @@ class TemplateSpace {
   /// Constraints prune as soon as the parameters they name are set, so large spaces with tight
   /// constraints stay cheap.
   std::vector<Config> enumerate() const;
+  /// The walk behind enumerate() without building the configs: calls `visit` with the value indices of each
+  /// valid config (parameters() order; config_at() builds the config), in enumerate()'s order. For holding
+  /// a large space compactly (SearchState's ValidConfigs).
+  void for_each_valid(const std::function<void(const std::vector<std::size_t>&)>& visit) const;
   /// The number of valid configs (enumerate().size()) without materialising them: the same pruned
   /// odometer walk, counting leaves. For spaces of 10^6 raw configs and more.
   std::uint64_t count_valid() const;

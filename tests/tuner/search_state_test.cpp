@@ -1,0 +1,94 @@
+// SearchState's valid configs (ValidConfigs): the same configs in the same order as TemplateSpace::enumerate(),
+// held compactly. A daemon resumed on a research DB holds one SearchState per template, idea templates of
+// earlier runs included: as std::map configs they took ~1.3 KB a config (10 GB for 27 fa3_tma variants).
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+#include "tests/test_support.hpp"
+#include "tests/tuner/tuner_fixtures.hpp"
+#include "tuner/search_state.hpp"
+#include "tuner/space.hpp"
+
+namespace attn {
+namespace {
+
+std::vector<Config> materialised(const ValidConfigs& v) {
+  std::vector<Config> out;
+  for (const auto& c : v) out.push_back(c);
+  return out;
+}
+
+void expect_same_as_enumerate(const TemplateSpace& space) {
+  SCOPED_TRACE(space.name());
+  const auto expected = space.enumerate();
+  const SearchState st(space);
+  const auto& v = st.valid_configs();
+  ASSERT_EQ(v.size(), expected.size());
+  EXPECT_EQ(v.empty(), expected.empty());
+  for (std::size_t i = 0; i < expected.size(); ++i) ASSERT_EQ(v[i], expected[i]) << "index " << i;
+  EXPECT_EQ(materialised(v), expected);
+  EXPECT_EQ(v.end() - v.begin(), static_cast<std::ptrdiff_t>(expected.size()));
+  EXPECT_EQ(st.unseen_count(), expected.size());
+}
+
+TEST(ValidConfigs, SameConfigsInTheSameOrderAsEnumerate) {
+  const auto dir = test::temp_dir("tuner-valid");
+  expect_same_as_enumerate(test::tile_space(dir));
+  expect_same_as_enumerate(test::grown_tile_space(test::temp_dir("tuner-valid-grown")));
+  for (unsigned i = 0; i < 3; ++i) {  // a shard: for_each_valid filters like enumerate()
+    TemplateSpace s = test::tile_space(dir);
+    s.restrict_to_shard(i, 3);
+    expect_same_as_enumerate(s);
+  }
+  TemplateSpace pinned = test::grown_tile_space(test::temp_dir("tuner-valid-pinned"));
+  pinned.pin_to_default("SOFTMAX");  // one value: no bits in the packed word
+  expect_same_as_enumerate(pinned);
+  // Wide value lists (several bits a field) and more fields than fit one 64-bit word: 9 parameters of 200
+  // values (8 bits each) need two words a config.
+  std::string params, deflt, constraints;
+  for (int p = 0; p < 9; ++p) {
+    const std::string name = "P" + std::to_string(p), sep = p ? ", " : "";
+    std::string values;
+    for (int v = 0; v < 200; ++v) values += (v ? "," : "") + std::to_string(1000 - 3 * v);
+    params += sep + "\"" + name + "\": {\"values\": [" + values + "]}";
+    // Two values of each valid (2^9 configs): the first two (indices 0, 1) or the last two (198, 199).
+    deflt += sep + "\"" + name + "\": " + (p % 2 ? "403" : "1000");
+    constraints += sep + "{\"expr\": \"" + name + (p % 2 ? " <= 406" : " >= 997") + "\"}";
+  }
+  expect_same_as_enumerate(TemplateSpace::load(
+      test::write_space(test::temp_dir("tuner-valid-wide"), "wide", test::space_json("wide", params, constraints, "{" + deflt + "}"))));
+}
+
+TEST(ValidConfigs, EveryProjectTemplateMatchesEnumerate) {
+  for (const auto& e : std::filesystem::directory_iterator(ATTN_TEMPLATES_DIR))
+    if (e.is_regular_file() && e.path().extension() == ".json") expect_same_as_enumerate(TemplateSpace::load(e.path().string()));
+}
+
+// The memory of a template's search state: fa3_tma (94,464 valid configs) took ~125 MB as a vector of
+// std::map configs; packed, 8 bytes a config.
+TEST(ValidConfigs, Fa3TmaHeldCompactly) {
+  const auto space = TemplateSpace::load_named(ATTN_TEMPLATES_DIR, "fa3_tma");
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__)
+  const auto heap = [] {  // bytes in use: small chunks plus mmapped ones (the large vectors)
+    const auto m = mallinfo2();
+    return m.uordblks + m.hblkhd;
+  };
+  const auto before = heap();
+#endif
+  const SearchState st(space);
+  ASSERT_GT(st.valid_configs().size(), 50000u);
+  EXPECT_LE(st.valid_configs().packed_bytes(), 8 * st.valid_configs().size());
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__)
+  const auto grown = heap() - before;  // whatever holds it
+  EXPECT_LT(grown, std::size_t{8} << 20) << "SearchState(fa3_tma) holds " << (grown >> 20) << " MiB of heap";
+#endif
+}
+
+}  // namespace
+}  // namespace attn
