@@ -139,7 +139,7 @@ void Loop::start_proposal() {
                       {o_.db_path, o_.db_path + "-wal", o_.db_path + "-shm", o_.db_path + "-journal", tsv_path_,
                        status_file_for(o_.db_path), status_file_for(o_.db_path) + ".tmp",
                        worker_record_file_for(o_.db_path), pid_file_for(o_.db_path), log_file_for(o_.db_path),
-                       compiler_.cache_dir().empty() ? default_cache_dir() : compiler_.cache_dir()}};
+                       compiler_.cache_dir()}};
   if (!o_.ideas.dir.empty()) req.daemon_files.push_back(o_.ideas.dir);  // a person drops ideas in meanwhile
   proposal_cancel_ = false;
   proposing_ = std::async(std::launch::async, [this, req, parent] {

@@ -2,9 +2,7 @@
 #include "proposer/proposal_round.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <filesystem>
-#include <map>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -54,25 +52,17 @@ ProposalContext context_for(const ProposerOptions& o, const ProposalRequest& r, 
   return c;
 }
 
-/// Leaves out of `s` the folders of the idea queue's proposals (proposals/<N> whose row is an idea, other
-/// than `own`): the daemon applies and checks ideas in them while the proposer runs beside the tuning.
-void drop_idea_folders(Snapshot& s, const std::string& proposals_dir, std::int64_t own, ExperimentDb& db) {
-  const std::string prefix = proposals_dir + "/";
-  std::map<std::int64_t, bool> is_idea;
-  std::erase_if(s.files, [&](const auto& entry) {
-    const std::string& path = entry.first;
-    if (path.rfind(prefix, 0) != 0) return false;
-    const std::string id_text = path.substr(prefix.size(), path.find('/', prefix.size()) - prefix.size());
-    if (id_text.empty() || !std::all_of(id_text.begin(), id_text.end(), [](unsigned char c) { return std::isdigit(c); }) || id_text.size() > 15) return false;
-    const std::int64_t id = std::stoll(id_text);
-    if (id == own) return false;
-    auto [it, fresh] = is_idea.try_emplace(id, false);
-    if (fresh) {
-      const auto p = db.proposal(id);
-      it->second = p && p->command.rfind("idea ", 0) == 0;
-    }
-    return it->second;
-  });
+/// Leaves out of `s` the folders proposals/<N> of the idea queue's proposals (`ideas`, the N of their
+/// proposal_id): the daemon applies and checks ideas in them while the proposer runs beside the tuning.
+void drop_idea_folders(Snapshot& s, const std::string& proposals_dir, const std::vector<IdeaRecord>& ideas) {
+  for (const IdeaRecord& i : ideas) {
+    if (!i.proposal_id) continue;
+    const std::string folder = proposals_dir + "/" + std::to_string(*i.proposal_id);
+    std::erase_if(s.files, [&](const auto& entry) {
+      const std::string& path = entry.first;
+      return path.rfind(folder, 0) == 0 && (path.size() == folder.size() || path[folder.size()] == '/');
+    });
+  }
 }
 
 }  // namespace
@@ -128,8 +118,9 @@ ProposalRoundResult run_proposal_round(const ProposerOptions& o, const ProposalR
       o.command, workdir, log, proposer_environment({fmt::format("ATTN_PROPOSAL_ID={}", rec.id)}), o.timeout_s,
       should_stop);
   Snapshot after = watched.snapshot();
-  drop_idea_folders(before, proposals_dir_for(r.db_path), rec.id, db);
-  drop_idea_folders(after, proposals_dir_for(r.db_path), rec.id, db);
+  const std::vector<IdeaRecord> ideas = db.ideas();  // read after the run: those queued meanwhile too
+  drop_idea_folders(before, proposals_dir_for(r.db_path), ideas);
+  drop_idea_folders(after, proposals_dir_for(r.db_path), ideas);
 
   rec.exit_status = ex.status;
   rec.proposer_ms = ex.wall_ms;

@@ -3,8 +3,9 @@
 # from an empty DB (suite, strategy random, seed 7, budget), without a proposer and with one that sleeps SLEEP_S
 # seconds a call (every EVERY iterations, writes nothing), each with its own cubin cache; prints configs/hour and
 # the GPU-busy share (the slot's busy_s of the status file over the wall time), and how many compiled variants
-# have no register count (ptxas -v line missing from the log; seen in the first H100 run's second arm). ARMS sets
-# the order (default "without with"; the cubin caches are apart, so the order should not matter). Everything
+# have no register count (ptxas -v line missing from the log). ARMS sets the order (default "without with"). The
+# arms have their own cubin caches; before df1e1e4 NVRTC's own cross-process cache still served the second arm
+# (empty ptxas logs, 22-28 % more configs/h whichever arm it was): a count above 0 means that again. Everything
 # goes to $OUT.
 # The CPU version with a fake GPU: lab/scripts/no_idling_cpu.sh.
 # usage (GPU machine, repo root, bundle carried): scripts/device/step_proposer_ab.sh SUITE BUDGET_S [SLEEP_S] [EVERY] [run args...]

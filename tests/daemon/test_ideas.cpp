@@ -285,9 +285,12 @@ TEST(Ideas, AProposerBesideIdeasIsNotBlamedForTheDaemonsWritesInItsFolder) {
   IdeaFixture f;
   const std::string runs = f.dir + "/runs", queue = runs + "/queue", cache = runs + "/cache";
   fs::create_directories(queue);
-  test::write_text(queue + "/w.idea", kWin);
+  // The queue starts empty: the proposer's first call drops the idea in (as a person would) and sleeps, so the
+  // daemon applies and checks the idea in runs/proposals/<N> while that call runs.
+  test::write_text(f.dir + "/w.idea", kWin);
   const std::string script = f.dir + "/proposer.sh";
-  test::write_text(script, "#!/bin/sh\nsleep 3\necho 'thought about it' > notes.txt\n");
+  test::write_text(script, "#!/bin/sh\n[ \"$ATTN_PROPOSAL_ID\" = 1 ] && cp '" + f.dir + "/w.idea' '" + queue +
+                               "/'\nsleep 3\necho 'thought about it' > notes.txt\n");
   fs::permissions(script, fs::perms::owner_all);
   std::string args = f.args("--budget 9s --proposer '" + script + "' --propose-every 1 --proposer-timeout 30");
   args.replace(args.find("'" + f.queue + "'"), f.queue.size() + 2, "'" + queue + "'");
@@ -303,8 +306,10 @@ TEST(Ideas, AProposerBesideIdeasIsNotBlamedForTheDaemonsWritesInItsFolder) {
     EXPECT_NE(p.status, ProposalStatus::rejected) << p.reason;
   }
   EXPECT_GE(proposer_calls, 1);
-  ASSERT_EQ(db.ideas().size(), 1u);  // the idea ran beside the proposer: its folder is in runs/proposals too
+  ASSERT_EQ(db.ideas().size(), 1u);
   EXPECT_EQ(db.ideas()[0].verdict, "win");
+  ASSERT_TRUE(db.ideas()[0].proposal_id);
+  EXPECT_GT(*db.ideas()[0].proposal_id, 1);  // begun after the first proposer call (proposal 1) started
   EXPECT_TRUE(fs::exists(cache)) << "the test must compile into the DB's folder";
 }
 
