@@ -24,6 +24,7 @@ using nlohmann::json;
 struct BenchOptions {
   std::string template_name, config_json, suite = "quick", manifest, templates_dir, cache_dir;
   std::vector<std::string> defines;  ///< NAME=VALUE macros outside the space (measurement-only switches)
+  std::vector<std::string> nvrtc_options;  ///< extra NVRTC options (measurement: other code of the same config)
   std::int64_t root_seed = 0;
   bool json = false;
   bool validate = true;  ///< false: time only (ablation builds whose outputs are knowingly wrong)
@@ -44,7 +45,8 @@ void run_bench(const BenchOptions& o) {
   const VariantRequest vr = resolve_variant("bench", o.templates_dir, o.template_name, o.config_json, o.defines);
   const TemplateSpace& space = vr.space;
   const Config& config = vr.config;
-  const std::vector<std::string>& extra_options = vr.extra_options;
+  std::vector<std::string> extra_options = vr.extra_options;
+  extra_options.insert(extra_options.end(), o.nvrtc_options.begin(), o.nvrtc_options.end());
   std::vector<CaseSpec> suite;
   try {
     suite = o.manifest.empty() ? builtin_suite(o.suite, o.root_seed) : suite_from_manifest_file(o.manifest);
@@ -56,6 +58,7 @@ void run_bench(const BenchOptions& o) {
 
   CompilerOptions copts;
   copts.cache_dir = o.cache_dir;
+  copts.allow_process_state = true;  // bench compiles this one config in its process (the worker compiles the rest)
   const Compiler compiler(copts);
   const CompiledVariant v = compiler.compile({space.source_path(), space.kernel(), config, extra_options});
   if (!v.ok) throw std::runtime_error(fmt::format("bench: {} does not compile:\n{}", config_to_compact(config), v.log));
@@ -153,6 +156,9 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--define", o->defines,
                   "NAME=VALUE macro outside the parameter space (repeatable; measurement-only switches such as "
                   "fa3_tma's FOLD_SCALE)");
+  cmd->add_option("--nvrtc-option", o->nvrtc_options,
+                  "extra NVRTC option for this config's compile (repeatable; measurement: e.g. -Ofc=max, whose code "
+                  "differs; accepted here because bench compiles one config in its process)");
   auto* suite = cmd->add_option("--suite", o->suite, "built-in suite: smoke, local-dev, quick, full, broad (default quick)");
   cmd->add_option("--manifest", o->manifest, "suite manifest JSON file (harness format)")->excludes(suite);
   cmd->add_option("--seed", o->root_seed, "root seed of the built-in suite's per-case seeds");

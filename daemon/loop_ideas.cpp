@@ -338,59 +338,114 @@ void Loop::judge_idea(GpuSlot& slot) {
   a.rec.best_iteration_id = best->iter;
   a.rec.best_ms = best->score_ms;
   const auto parent_best = search_.state(a.rec.parent_template).champion();
+  // The paired config: the parent's best with the idea's values on and every old axis as it is, so that its
+  // difference to the parent is the idea's code alone. The idea's fastest config may differ from it in the old
+  // axes (a retuning, or the luckiest of a few noisy looks: a no-op probe was once judged slower that way,
+  // docs/ideas.md); both are timed between the two looks at the parent.
+  std::optional<Champion> paired;
+  for (const auto& [c, change] : idea_variants(st.space(), parent_best->config)) {
+    const auto r = st.results().find(c);
+    if (change.empty() || r == st.results().end() || !r->second.ok()) continue;
+    if (!paired || *r->second.score_ms < paired->score_ms) paired = Champion{c, r->second.iter, *r->second.score_ms};
+  }
   const Contender pc = idea_contender(a.rec.parent_template, *parent_best), ic = idea_contender(t, *best);
+  std::optional<Contender> icp;
+  if (paired && paired->iter != best->iter) icp = idea_contender(t, *paired);
 
-  // A/B/A on this GPU, one challenge at a time (lock order: challenge_mu_, then mu_).
+  // A/B/A on this GPU, one challenge at a time (lock order: challenge_mu_, then mu_): parent, paired, fastest,
+  // parent.
   std::unique_lock challenge_lock(challenge_mu_, std::defer_lock);
   unlocked(mu_, [&] { challenge_lock.lock(); });
   challenge_slot_ = &slot;
   slot.state = fmt::format("judging idea {}", a.rec.id);
   write_status(fmt::format("idea {}: A/B/A against {}", a.rec.file, a.rec.parent_template));
   const auto t0 = Clock::now();
-  std::optional<Measured> a1, b, a2;
-  if (!pc.cubin_path.empty() && !ic.cubin_path.empty()) {
+  std::optional<Measured> a1, b, p, a2;
+  if (!pc.cubin_path.empty() && !ic.cubin_path.empty() && (!icp || !icp->cubin_path.empty())) {
     a1 = retime(pc);
+    if (icp) p = retime(*icp);
     b = retime(ic);
     a2 = retime(pc);
   }
-  std::string verdict, reason;
-  if (!a1 || !b || !a2) {
+  if (!a1 || !b || !a2 || (icp && !p)) {
     challenge_slot_ = nullptr;
     a.gpu_ms += seconds_since(t0) * 1000;
     search_.retire(t);
     return end_idea("broken", "crash", "the A/B/A re-timing against the parent failed (see the log)");
   }
-  // The champion rule's numbers (tuner/champion.hpp, docs/tuner.md): noise = max(|A1 - A2|, the worst relative
-  // spread of the looks x the score, the 0.5 % floor).
-  const ChampionDecision d = measure_aba(
-      {pc.measured.score_ms, ic.measured.score_ms, std::max({pc.measured.rel_spread, a1->rel_spread, a2->rel_spread}),
-       std::max(ic.measured.rel_spread, b->rel_spread)},
-      {a1->score_ms, b->score_ms, a2->score_ms});
-  const double mean = d.incumbent_ms, lead = d.lead_ms, noise = d.noise_ms;
+  // Each contender against the same two looks at the parent, with the champion rule's numbers
+  // (tuner/champion.hpp, docs/tuner.md): noise = max(|A1 - A2|, the worst relative spread of the looks x the
+  // score, the 0.5 % floor).
+  struct Look {
+    const Contender* contender;
+    std::string what;
+    Measured measured;
+    ChampionDecision d;
+    bool win = false, slower = false;
+  };
+  const auto look = [&](const Contender& c, std::string what, const Measured& m) {
+    Look l{&c, std::move(what), m,
+           measure_aba({pc.measured.score_ms, c.measured.score_ms,
+                        std::max({pc.measured.rel_spread, a1->rel_spread, a2->rel_spread}),
+                        std::max(c.measured.rel_spread, m.rel_spread)},
+                       {a1->score_ms, m.score_ms, a2->score_ms})};
+    l.win = m.score_ms < a1->score_ms && m.score_ms < a2->score_ms && l.d.lead_ms > l.d.noise_ms;
+    l.slower = m.score_ms > a1->score_ms && m.score_ms > a2->score_ms && -l.d.lead_ms > l.d.noise_ms;
+    return l;
+  };
+  std::vector<Look> looks;
+  const bool best_is_paired = paired && paired->iter == best->iter;
+  if (icp) looks.push_back(look(*icp, "paired", *p));
+  looks.push_back(look(ic, best_is_paired ? "paired" : "fastest", *b));
+  // The judged look: the faster winner if one wins; else the paired one (the code alone) where there is one.
+  // A win on either is a win (a faster kernel either way); slower only when every look is slower.
+  const Look* j = nullptr;
+  for (const auto& l : looks)
+    if (l.win && (!j || l.measured.score_ms < j->measured.score_ms)) j = &l;
+  if (!j) j = &looks.front();
+  const bool all_slower = std::all_of(looks.begin(), looks.end(), [](const Look& l) { return l.slower; });
+  const double mean = j->d.incumbent_ms, noise = j->d.noise_ms, jb = j->measured.score_ms;
   a.rec.parent_ms = mean;
-  a.rec.idea_ms = b->score_ms;
-  a.rec.delta_pct = (b->score_ms / mean - 1) * 100;
+  a.rec.idea_ms = jb;
+  a.rec.delta_pct = (jb / mean - 1) * 100;
   a.rec.noise_pct = noise / mean * 100;
-  a.rec.aba_json = nlohmann::json{{"a1_ms", a1->score_ms}, {"b_ms", b->score_ms}, {"a2_ms", a2->score_ms},
-                                  {"noise_ms", noise}, {"parent_iter", pc.iter}, {"idea_iter", ic.iter},
+  auto looks_json = nlohmann::json::array();
+  std::string others;
+  for (const auto& l : looks) {
+    looks_json.push_back({{"what", l.what}, {"iter", l.contender->iter}, {"ms", l.measured.score_ms},
+                          {"delta_pct", (l.measured.score_ms / l.d.incumbent_ms - 1) * 100}});
+    if (&l != j)
+      others += fmt::format("; {} config (iter {}) {:.4f} ms ({:+.2f} %)", l.what, l.contender->iter,
+                            l.measured.score_ms, (l.measured.score_ms / l.d.incumbent_ms - 1) * 100);
+  }
+  a.rec.aba_json = nlohmann::json{{"a1_ms", a1->score_ms}, {"b_ms", jb}, {"a2_ms", a2->score_ms},
+                                  {"noise_ms", noise}, {"parent_iter", pc.iter}, {"idea_iter", j->contender->iter},
+                                  {"judged", j->what}, {"looks", looks_json},
                                   {"gpu_index", slot.gpu.index}, {"gpu_uuid", slot.gpu.uuid}}.dump();
-  if (b->score_ms < a1->score_ms && b->score_ms < a2->score_ms && lead > noise) {
+  const std::string judged =
+      j->what == "paired" ? fmt::format(" (paired: the parent's config with the idea on, iter {})", j->contender->iter)
+                          : fmt::format(" (its fastest config with the idea on, iter {}{})", j->contender->iter,
+                                        paired ? "" : "; no paired config: the parent's best with the idea on "
+                                                      "has no valid result");
+  std::string verdict, reason;
+  if (j->win) {
     verdict = "win";
     reason = fmt::format("{:.4f} ms vs the parent's {:.4f} (A/B/A {:.4f}/{:.4f}/{:.4f}): {:+.2f} %, noise {:.2f} %",
-                         b->score_ms, mean, a1->score_ms, b->score_ms, a2->score_ms, *a.rec.delta_pct, *a.rec.noise_pct);
-  } else if (b->score_ms > a1->score_ms && b->score_ms > a2->score_ms && -lead > noise) {
+                         jb, mean, a1->score_ms, jb, a2->score_ms, *a.rec.delta_pct, *a.rec.noise_pct);
+  } else if (all_slower) {
     verdict = "slower";
-    reason = fmt::format("{:.4f} ms vs the parent's {:.4f}: {:+.2f} %, beyond the noise {:.2f} %", b->score_ms, mean,
+    reason = fmt::format("{:.4f} ms vs the parent's {:.4f}: {:+.2f} %, beyond the noise {:.2f} %", jb, mean,
                          *a.rec.delta_pct, *a.rec.noise_pct);
   } else {
     verdict = "no_gain";
-    reason = fmt::format("{:.4f} ms vs the parent's {:.4f}: {:+.2f} %, within the noise {:.2f} %", b->score_ms, mean,
+    reason = fmt::format("{:.4f} ms vs the parent's {:.4f}: {:+.2f} %, within the noise {:.2f} %", jb, mean,
                          *a.rec.delta_pct, *a.rec.noise_pct);
   }
+  reason += judged + others;
   // The held-out seed: both validated and timed there, on the same GPU.
   std::string kind;
   if (holdout_) {
-    const auto [hp, hi] = eval_holdout_pair(pc, ic);
+    const auto [hp, hi] = eval_holdout_pair(pc, *j->contender);
     if (hp.ok) a.rec.holdout_parent_ms = hp.measured.score_ms;
     if (hi.ok) a.rec.holdout_idea_ms = hi.measured.score_ms;
     if (!hi.ok) {

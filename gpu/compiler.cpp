@@ -275,7 +275,7 @@ CompiledVariant Compiler::compile(const CompileRequest& req) const {
   for (const auto& [name, value] : req.defines)
     if (!is_identifier(name)) return failed("config parameter '" + name + "' is not a C identifier");
   if (req.kernel.empty()) return failed("no kernel name given for '" + req.source_path + "'");
-  if (const std::string o = process_state_option(req.extra_options); !o.empty())
+  if (const std::string o = process_state_option(req.extra_options); !o.empty() && !options_.allow_process_state)
     return failed("NVRTC option '" + o + "' refused: NVRTC 13.0 keeps --Ofast-compile for every later compile of "
                   "the process (other cubins for other configs)");
   const auto source = read_text(req.source_path);

@@ -58,6 +58,9 @@ struct CompilerOptions {
   std::string cache_dir;        ///< empty: default_cache_dir()
   bool use_cache = true;
   std::string arch = "sm_90a";  ///< -arch=...; sm_90a enables wgmma / setmaxnreg
+  /// Accept --Ofast-compile (-Ofc) in a request's extra options: only for a process that compiles one config and
+  /// nothing after it (`bench --nvrtc-option`), since NVRTC 13.0 keeps the setting for every later compile.
+  bool allow_process_state = false;
 };
 
 /// XXH3-128 of a cubin's bytes as 32 lowercase hex chars, "" for an empty cubin. Two cubins with the same

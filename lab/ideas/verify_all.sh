@@ -23,3 +23,5 @@ run 12 $D/12_v_load.idea '{"V_LOAD":1}' "{$I21092,\"V_LOAD\":1}" "{$I21092,\"V_L
 run 13 $D/13_convert_unroll.idea '{"ATTN_CONVERT_UNROLL":8}' "{$I21092,\"ATTN_CONVERT_UNROLL\":8}" "{$I21092,\"ATTN_CONVERT_UNROLL\":8,\"CONVERTERS\":2}"
 run 14 $D/14_p_split.idea '{"P_SPLIT":1}' "{$I21092,\"P_SPLIT\":1}" "{$I21133,\"P_SPLIT\":1}" "{$I21092,\"P_SPLIT\":1,\"SOFTMAX\":1}" "{$I21133,\"P_SPLIT\":1,\"SOFTMAX\":1}" "{$I21092,\"P_SPLIT\":1,\"BLOCK_N\":64,\"CONVERTERS\":2}" '{"P_SPLIT":1,"OVERLAP":0,"CONSUMERS":1,"SOFTMAX":2}'
 run 15 $D/15_exp2_poly.idea '{"ATTN_EXP2_POLY":1}' "{$I21092,\"ATTN_EXP2_POLY\":1}" "{$I21133,\"ATTN_EXP2_POLY\":2}" '{"ATTN_EXP2_POLY":2,"SOFTMAX":1}'
+run 16 $D/16_q_first.idea '{"Q_FIRST":1}' "{$I21092,\"Q_FIRST\":1}" "{$I21133,\"Q_FIRST\":1}" "{$I21092,\"Q_FIRST\":1,\"Q_BUFFERS\":2}" '{"Q_FIRST":1,"Q_BUFFERS":1}' '{"Q_FIRST":1,"L2_PREFETCH":1}'
+run 17 $D/17_info_after_issue.idea '{"TILE_AHEAD":1}' "{$I21092,\"TILE_AHEAD\":1}" "{$I21133,\"TILE_AHEAD\":1}" '{"TILE_AHEAD":1,"PRODUCER_REGS":40}' '{"TILE_AHEAD":1,"KV_SPLIT":0}' '{"TILE_AHEAD":1,"SCHEDULE":0,"PRODUCER_REGS":24}'

@@ -5,7 +5,9 @@ fake_cfg_A<A>_B<B>_F<F> symbol. Score: 0.1 + 0.01 * ((A - 4)^2 + (B - 2)^2) ms, 
 of a config returns the same score. Faults by F: 1 hang (sleeps), 2 fault (says so, exits 3), 3 wrong result,
 4 dies without answering. A cubin that also holds a symbol fake_verdict_inconsistent or fake_verdict_below_floor
 (a proposal's cheat, docs/verification.md) gets that status, with a message like the real worker's naming the first
-case, which alone is timed. Each symbol fake_speed_pct_<N> scales the score by N/100 (an idea's effect, docs/ideas.md). An eval may name a subset of the prepared cases ("cases", the fidelity ladder's
+case, which alone is timed. Each symbol fake_speed_pct_<N> scales the score by N/100 (an idea's effect, docs/ideas.md); a symbol
+fake_lucky_<N> scales the first eval of that cubin in this worker by N/100 and every later one by (200 - N)/100
+(a config that looked fast once by chance). An eval may name a subset of the prepared cases ("cases", the fidelity ladder's
 screen); an unknown case_id is rejected. Samples per case: min(20, timing.max_samples).
 Environment: FAKE_WORKER_LOG, if set, gets one line per eval ("A B F <cases> <validate 0/1> <case seeds>");
 FAKE_WORKER_DELAY (seconds) slows every eval down; FAKE_WORKER_OVERFIT="A,B,SEED" makes config (A, B) the
@@ -46,6 +48,7 @@ def main():
     if survive:
         ctypes.CDLL(None, use_errno=True).prctl(1, 0, 0, 0, 0)  # PR_SET_PDEATHSIG = 1, signal 0: none
     cases = []
+    evals_of = {}  # cubin bytes -> evals so far (fake_lucky_<N>)
     for line in sys.stdin:
         req = json.loads(line)
         cmd = req.get("cmd")
@@ -103,6 +106,9 @@ def main():
             score = 0.1 + 0.01 * ((a - 4) ** 2 + (b - 2) ** 2)
             for pct in re.findall(rb"fake_speed_pct_(\d+)", data):
                 score = score * int(pct) / 100
+            evals_of[data] = evals_of.get(data, 0) + 1
+            for pct in re.findall(rb"fake_lucky_(\d+)", data):
+                score = score * (int(pct) if evals_of[data] == 1 else 200 - int(pct)) / 100
             overfit = os.environ.get("FAKE_WORKER_OVERFIT")
             if overfit:
                 oa, ob, seed = (int(x) for x in overfit.split(","))

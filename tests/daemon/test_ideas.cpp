@@ -12,6 +12,7 @@
 #include <thread>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "db/store.hpp"
 #include "tests/daemon/daemon_harness.hpp"
@@ -276,6 +277,48 @@ TEST(Ideas, ALosingIdeaRunsOnANewParentOnlyWithRetryYes) {
   EXPECT_EQ(by_file["c_retry.idea"].idea_hash, by_file["a.idea"].idea_hash);  // one idea, whatever its words
   EXPECT_EQ(by_file["c_retry.idea"].parent_template, by_file["w.idea"].template_name);
   EXPECT_EQ(by_file["c_retry.idea"].verdict, "no_gain");
+}
+
+// Found on an H200 (2026-11-26, the probe leg of docs/results.md): a no-op idea was judged slower, because its
+// contender was its fastest config with the idea on, another config than the parent's best, whose one look had
+// been lucky. The verdict now rests on the paired config (the parent's best with the idea on) unless another
+// config wins; here every config but the parent's best is lucky once (0.5x) and slow after (1.5x).
+TEST(Ideas, AVerdictMeasuresTheIdeasCodeNotALuckyConfig) {
+  IdeaFixture f;
+  f.queue_idea("lucky.idea", R"(Description: a new axis that changes no code at the parent's best config
+Space: {"LUCKY": [0, 1]}
+Default: {"LUCKY": 0}
+
+--- a/fake.cu
++++ b/fake.cu
+@@ -18,6 +18,9 @@
+ #define FAKE_MARK(a, b, f) FAKE_MARK_(a, b, f)
+ 
+ extern "C" __device__ int FAKE_MARK(A, B, F) = 1;
++#if LUCKY && !(A == 4 && B == 2)
++extern "C" __device__ int fake_lucky_50 = 1;
++#endif
+ extern "C" __device__ int attn_launch_info[4] = {128, 0, 128, 0};
+ 
+ extern "C" __global__ void block_sparse_attn_fwd(const void* q, const void* k, const void* v, const int* row_ptr,
+)");
+  const test::Output out = test::run_tuner(f.args(""));
+  ASSERT_EQ(out.code, 0) << out.text;
+  auto db = ExperimentDb::open(f.db, ExperimentDb::Mode::read_only);
+  ASSERT_EQ(db.ideas().size(), 1u);
+  const IdeaRecord i = db.ideas()[0];
+  // Its fastest config in the tuning is a lucky one (A or B off the parent's best, LUCKY 1: half the score).
+  ASSERT_TRUE(i.best_ms && i.best_iteration_id) << i.reason;
+  EXPECT_LT(*i.best_ms, 0.1 * 0.75) << i.reason;
+  EXPECT_EQ(i.verdict, "no_gain") << i.reason;
+  EXPECT_NEAR(*i.delta_pct, 0.0, 0.01) << i.reason;
+  const auto aba = nlohmann::json::parse(i.aba_json);
+  EXPECT_EQ(aba.at("judged"), "paired") << i.aba_json;
+  ASSERT_EQ(aba.at("looks").size(), 2u) << i.aba_json;
+  EXPECT_EQ(aba["looks"][1].at("what"), "fastest") << i.aba_json;
+  EXPECT_EQ(aba["looks"][1].at("iter"), *i.best_iteration_id) << i.aba_json;
+  EXPECT_NEAR(aba["looks"][1].at("delta_pct").get<double>(), 65.0, 0.01) << i.aba_json;  // 0.11 x 1.5 vs 0.1
+  EXPECT_NE(i.reason.find("paired: the parent's config with the idea on"), std::string::npos) << i.reason;
 }
 
 // Found on the H100 (2026-11-25, the proposer A/B of docs/results.md): with the cubin cache inside the DB's

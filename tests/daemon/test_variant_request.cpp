@@ -1,9 +1,13 @@
 // resolve_variant (cli/variant_request.hpp): how `bench` and `trace` read --config and --define, on the
 // real fa3_tma space.
+#include <filesystem>
+#include <set>
+
 #include <gtest/gtest.h>
 
 #include "cli/commands.hpp"
 #include "cli/variant_request.hpp"
+#include "tests/daemon/daemon_harness.hpp"
 
 namespace attn {
 namespace {
@@ -39,6 +43,31 @@ TEST(VariantRequest, RejectsUnknownParametersValuesOutsideTheSpaceAndDefinesOfPa
   EXPECT_NE(why("", {"OVERLAP=0"}).find("OVERLAP is a parameter of fa3_tma"), std::string::npos);
   EXPECT_NE(why("", {"ATTN_TRACE"}).find("is not NAME=VALUE"), std::string::npos);
   EXPECT_NE(why("", {}).find("accepted"), std::string::npos);
+}
+
+// `bench --nvrtc-option` passes an NVRTC option to the config's compile, --Ofast-compile included (refused in the
+// daemon: NVRTC keeps it for later compiles of the process; bench compiles one config). The cubin lands in the
+// cache under its own key, other bytes than the plain compile's. Without a GPU the bench ends at the worker after it.
+TEST(VariantRequest, BenchPassesNvrtcOptionsFastCompileIncluded) {
+  namespace fs = std::filesystem;
+  const std::string dir = test::temp_dir("bench_nvrtc_option");
+  const auto cubins = [](const std::string& cache) {
+    std::set<std::string> bytes;
+    for (const auto& e : fs::recursive_directory_iterator(cache))
+      if (e.is_regular_file() && e.path().extension() == ".cubin" &&  // the worker's helper kernels on a GPU machine: not these
+          test::read_text(fs::path(e.path()).replace_extension(".json").string()).find("\"BLOCK_N\"") != std::string::npos)
+        bytes.insert(test::read_text(e.path().string()));
+    return bytes;
+  };
+  const test::Output plain = test::run_tuner("bench --template fa3_tma --suite smoke --cache '" + dir + "/plain'");
+  const test::Output fast =
+      test::run_tuner("bench --template fa3_tma --suite smoke --nvrtc-option=-Ofc=max --cache '" + dir + "/fast'");
+  EXPECT_EQ(fast.text.find("refused"), std::string::npos) << fast.text;
+  EXPECT_EQ(fast.text.find("does not compile"), std::string::npos) << fast.text;
+  const auto p = cubins(dir + "/plain"), f = cubins(dir + "/fast");
+  ASSERT_EQ(p.size(), 1u) << plain.text;
+  ASSERT_EQ(f.size(), 1u) << fast.text;
+  EXPECT_NE(*p.begin(), *f.begin()) << "-Ofc=max gives other code";
 }
 
 }  // namespace
