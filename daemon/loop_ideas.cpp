@@ -140,14 +140,25 @@ bool Loop::start_idea(const QueuedIdea& q) {
   rec.space_json = file.space.dump();
   rec.default_json = file.defaults.dump();
 
-  // Its parent: the latest win of the lineage of its template (or of the overall champion's).
+  // The ideas judged on this suite: a verdict holds for the suite it was measured on (an idea for the small shapes
+  // judged on full is judged again on quick), and so does a lineage of wins.
+  std::vector<IdeaRecord> here;
+  std::map<std::int64_t, std::string> suite_of_run;
+  for (const auto& old : known) {
+    if (!suite_of_run.count(old.run_id)) {
+      const auto run = db_.run(old.run_id);
+      suite_of_run[old.run_id] = run ? run->suite : "";
+    }
+    if (suite_of_run[old.run_id] == suite_label_) here.push_back(old);
+  }
+  // Its parent: the latest win of the lineage of its template (or of the overall champion's) on this suite.
   std::string root = file.template_root;
   if (root.empty()) {
     const auto& champ = champions_.overall();
     if (!champ) return false;  // nothing tuned yet: it waits for a champion
     root = proposal_root_template(champ->template_name);
   }
-  const auto parent = idea_parent(known, root);
+  const auto parent = idea_parent(here, root);
   if (!parent)
     return record_broken("bad_input", fmt::format("Template: {} is not tuned by this run (templates: {})", root,
                                                   fmt::join(search_.template_names(), ", ")));
@@ -156,12 +167,12 @@ bool Loop::start_idea(const QueuedIdea& q) {
   rec.parent_template = *parent;
   rec.parent_iteration_id = parent_best->iter;
 
-  // Never twice on the same parent; on a new parent only when the file asks (Retry: yes).
-  for (const auto& old : known) {
+  // Never twice on the same parent (of this suite's lineage); on a new parent only when the file asks (Retry: yes).
+  for (const auto& old : here) {
     if (old.idea_hash != file.hash || old.status != "done") continue;
     if (old.parent_template == *parent || !file.retry) {
-      say(fmt::format("idea {}: already judged {} on {} (idea {}){}", q.name, old.verdict, old.parent_template, old.id,
-                      old.parent_template == *parent ? "" : "; add 'Retry: yes' to run it on " + *parent));
+      say(fmt::format("idea {}: already judged {} on {} on {} (idea {}){}", q.name, old.verdict, old.parent_template,
+                      suite_label_, old.id, old.parent_template == *parent ? "" : "; add 'Retry: yes' to run it on " + *parent));
       return true;
     }
   }

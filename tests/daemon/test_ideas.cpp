@@ -265,8 +265,8 @@ TEST(Ideas, ALosingIdeaRunsOnANewParentOnlyWithRetryYes) {
   f.queue_idea("c_retry.idea", "Retry: yes\n" + comment, 50);
   const test::Output second = test::run_tuner(f.args(""));
   ASSERT_EQ(second.code, 0) << second.text;
-  EXPECT_NE(second.text.find("a.idea: already judged no_gain on fake"), std::string::npos) << second.text;
-  EXPECT_NE(second.text.find("b_no_retry.idea: already judged no_gain on fake (idea 1); add 'Retry: yes'"),
+  EXPECT_NE(second.text.find("a.idea: already judged no_gain on fake on smoke"), std::string::npos) << second.text;
+  EXPECT_NE(second.text.find("b_no_retry.idea: already judged no_gain on fake on smoke (idea 1); add 'Retry: yes'"),
             std::string::npos) << second.text;
   auto db = ExperimentDb::open(f.db, ExperimentDb::Mode::read_only);
   std::map<std::string, IdeaRecord> by_file;
@@ -277,6 +277,32 @@ TEST(Ideas, ALosingIdeaRunsOnANewParentOnlyWithRetryYes) {
   EXPECT_EQ(by_file["c_retry.idea"].idea_hash, by_file["a.idea"].idea_hash);  // one idea, whatever its words
   EXPECT_EQ(by_file["c_retry.idea"].parent_template, by_file["w.idea"].template_name);
   EXPECT_EQ(by_file["c_retry.idea"].verdict, "no_gain");
+}
+
+// A verdict holds for the suite it was measured on: the same idea on the same parent is judged again on another
+// suite (an idea for the small shapes, first judged on full), once.
+TEST(Ideas, AnIdeaJudgedOnOneSuiteIsJudgedAgainOnAnother) {
+  IdeaFixture f;
+  f.queue_idea("w.idea", kWin, 100);
+  const test::Output smoke = test::run_tuner(f.args(""));
+  ASSERT_EQ(smoke.code, 0) << smoke.text;
+  std::string on_local_dev = f.args("");
+  on_local_dev.replace(on_local_dev.find("--suite smoke"), 13, "--suite local-dev");
+  const test::Output local = test::run_tuner(on_local_dev);
+  ASSERT_EQ(local.code, 0) << local.text;
+  EXPECT_EQ(local.text.find("already judged"), std::string::npos) << local.text;
+  const test::Output again = test::run_tuner(on_local_dev);
+  ASSERT_EQ(again.code, 0) << again.text;
+  EXPECT_NE(again.text.find("w.idea: already judged win on fake on local-dev (idea 2)"), std::string::npos) << again.text;
+  auto db = ExperimentDb::open(f.db, ExperimentDb::Mode::read_only);
+  const auto ideas = db.ideas();
+  ASSERT_EQ(ideas.size(), 2u);
+  EXPECT_EQ(ideas[0].idea_hash, ideas[1].idea_hash);
+  EXPECT_EQ(ideas[0].parent_template, "fake");
+  EXPECT_EQ(ideas[1].parent_template, "fake");
+  EXPECT_EQ(ideas[1].verdict, "win") << ideas[1].reason;
+  EXPECT_EQ(db.run(ideas[0].run_id)->suite, "smoke");
+  EXPECT_EQ(db.run(ideas[1].run_id)->suite, "local-dev");
 }
 
 // Found on an H200 (2026-11-26, the probe leg of docs/results.md): a no-op idea was judged slower, because its
