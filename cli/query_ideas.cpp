@@ -2,6 +2,7 @@
 #include "cli/query_ideas.hpp"
 
 #include <algorithm>
+#include <map>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -77,7 +78,9 @@ std::string render_ideas(ExperimentDb& db, const std::string& format, const std:
     if (verdict_rank(a) != verdict_rank(b)) return verdict_rank(a) < verdict_rank(b);
     return a.delta_pct.value_or(1e9) < b.delta_pct.value_or(1e9);
   });
-  TextTable table{{"id", "file", "parent", "configs", "best_ms", "delta_pct", "noise_pct", "aba_ms", "holdout_ms",
+  std::map<std::int64_t, std::string> suite_of_run;  // a verdict holds for its run's suite (docs/ideas.md)
+  for (const auto& r : db.runs()) suite_of_run[r.id] = r.suite;
+  TextTable table{{"id", "file", "suite", "parent", "configs", "best_ms", "delta_pct", "noise_pct", "aba_ms", "holdout_ms",
                    "verdict", "gpu_s", "wall_s", "description"},
                   {}};
   auto json = nlohmann::json::array();
@@ -90,11 +93,13 @@ std::string render_ideas(ExperimentDb& db, const std::string& format, const std:
                                     ? fmt::format("{}/{}", num(i.holdout_parent_ms, "{:.4f}"), num(i.holdout_idea_ms, "{:.4f}"))
                                     : "-";
     const std::string verdict = i.status != "done" ? i.status : i.verdict + (i.broken_kind.empty() ? "" : ":" + i.broken_kind);
-    table.rows.push_back({std::to_string(i.id), i.file, i.parent_template.empty() ? "-" : i.parent_template,
+    const std::string suite = suite_of_run.count(i.run_id) ? suite_of_run[i.run_id] : "-";
+    table.rows.push_back({std::to_string(i.id), i.file, suite, i.parent_template.empty() ? "-" : i.parent_template,
                           std::to_string(i.configs), format_ms(i.best_ms), pct(i.delta_pct), num(i.noise_pct, "{:.2f}"),
                           aba, holdout, verdict, num(i.gpu_s, "{:.1f}"), num(i.wall_s, "{:.0f}"),
                           i.description.empty() ? i.reason : i.description});
     json.push_back(idea_json(i));
+    json.back()["suite"] = suite;
   }
   if (format == "json") return json.dump(2) + "\n";
   if (ideas.empty()) return "no ideas yet (attn-tuner run --ideas DIR; docs/ideas.md)\n";

@@ -2,7 +2,7 @@
 # Packs a build for the GPU machine (no apt there, other library versions): stripped binaries in
 # .device_bundle/bin and the shared libraries they need that the GPU image lacks in .device_bundle/lib,
 # and the same folder as .device_bundle.tgz (about 14 MB instead of 32: the working tree that travels,
-# tracked files and carried paths, is limited to 64 MiB, and the tracked files alone are under 30 MB).
+# tracked files and carried paths, is limited to 64 MiB, and the tracked files alone are about 33 MB).
 # usage: scripts/device/bundle.sh [BUILD_DIR]   (then carry .device_bundle.tgz, or .device_bundle;
 #        scripts/device/env.sh there unpacks the archive when the folder did not travel)
 set -euo pipefail

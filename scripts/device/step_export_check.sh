@@ -7,7 +7,7 @@ set -uo pipefail
 suites=$1
 export BUILD_NAME=build
 source scripts/device/env.sh
-attn-tuner export --db runs/attn-tuner.db --out runs/sub_gen2 --force 2>&1 | tail -8
+attn-tuner export --db runs/attn-tuner.db --suite full --out runs/sub_gen2 --force 2>&1 | tail -8
 g1=/tmp/gen1_templates; rm -rf $g1; cp -r kernels_templates $g1
 python3 - <<'PY'
 import json

@@ -303,6 +303,11 @@ TEST(Ideas, AnIdeaJudgedOnOneSuiteIsJudgedAgainOnAnother) {
   EXPECT_EQ(ideas[1].verdict, "win") << ideas[1].reason;
   EXPECT_EQ(db.run(ideas[0].run_id)->suite, "smoke");
   EXPECT_EQ(db.run(ideas[1].run_id)->suite, "local-dev");
+  // query ideas names each verdict's suite.
+  const test::Output q = test::run_tuner("query ideas --db '" + f.db + "' --format tsv");
+  ASSERT_EQ(q.code, 0) << q.text;
+  EXPECT_NE(q.text.find("\tw.idea\tsmoke\tfake\t"), std::string::npos) << q.text;
+  EXPECT_NE(q.text.find("\tw.idea\tlocal-dev\tfake\t"), std::string::npos) << q.text;
 }
 
 // Found on an H200 (2026-11-26, the probe leg of docs/results.md): a no-op idea was judged slower, because its
