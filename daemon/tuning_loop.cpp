@@ -197,7 +197,7 @@ void Loop::write_status(const std::string& current) {
                       {"proposer", proposing_.valid() ? "running beside the tuning" : ""},
                       {"updated_unix", std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()}};
   const std::string path = status_file_for(o_.db_path), tmp = path + ".tmp";
-  if (FILE* f = std::fopen(tmp.c_str(), "w")) {
+  if (FILE* f = std::fopen(tmp.c_str(), "we")) {  // close-on-exec: no child of the daemon keeps it
     const std::string text = j.dump(2);
     std::fwrite(text.data(), 1, text.size(), f);
     std::fclose(f);

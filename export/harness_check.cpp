@@ -229,7 +229,7 @@ HarnessRunResult run_harness_once(const HarnessInvocation& inv) {
   try {
     bp::child child(bp::exe = inv.python, bp::args = harness_argv(inv), bp::start_dir = inv.harness_dir, env,
                     bp::std_in < bp::null, bp::std_out > r.stdout_path, bp::std_err > r.stderr_path,
-                    NewProcessGroup{});
+                    NewProcessGroup{}, InheritOnlyStdio{});
     pid = child.id();
     child.detach();  // waited for below with waitpid
   } catch (const std::exception& e) {

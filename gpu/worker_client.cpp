@@ -32,6 +32,7 @@ namespace {
 ///   must not keep the GPU busy under the next daemon's timings). The death signal survives exec;
 /// - then getppid() against the parent's pid: when the parent died before prctl took effect, the child
 ///   has been reparented already and no signal will come, so it exits at once.
+/// With InheritOnlyStdio (gpu/process_group.hpp), the worker inherits its pipes and stderr only.
 struct WorkerChildSetup : bp::extend::handler {
   pid_t parent = ::getpid();  // taken in the parent, when the handler is built
   template <class Executor>
@@ -91,7 +92,7 @@ ReplyStatus WorkerClient::start() {
     bp::environment env = boost::this_process::environment();
     for (const auto& [name, value] : command_.env) env[name] = value;
     bp::child child(bp::exe = command_.exe, bp::args = command_.args, bp::std_in < p->in,
-                    bp::std_out > p->out, bp::env = env, WorkerChildSetup{});
+                    bp::std_out > p->out, bp::env = env, WorkerChildSetup{}, InheritOnlyStdio{});
     p->pid = child.id();
     child.detach();  // this class waits for and kills the pid itself (reap / kill_group)
   } catch (const std::exception& e) {

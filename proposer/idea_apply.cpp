@@ -1,5 +1,6 @@
 // apply_idea: the parent's files, patch(1), the new axes, the proposal checks.
 #include "proposer/idea_apply.hpp"
+#include "gpu/process_group.hpp"
 
 #include <filesystem>
 #include <sstream>
@@ -40,7 +41,8 @@ PatchRun run_patch(const fs::path& workdir, const fs::path& diff, bool dry_run) 
   PatchRun r;
   try {
     bp::ipstream pipe;
-    bp::child c(bp::search_path("patch"), bp::args(args), (bp::std_out & bp::std_err) > pipe, bp::std_in < bp::null);
+    bp::child c(bp::search_path("patch"), bp::args(args), (bp::std_out & bp::std_err) > pipe, bp::std_in < bp::null,
+                InheritOnlyStdio{});
     std::ostringstream ss;
     ss << pipe.rdbuf();
     c.wait();

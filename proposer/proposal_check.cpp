@@ -1,5 +1,6 @@
 // check_proposal: files, space JSON, NVRTC compile, ABI; install; diff against the parent template.
 #include "proposer/proposal_check.hpp"
+#include "gpu/process_group.hpp"
 
 #include <unistd.h>
 
@@ -82,7 +83,8 @@ std::string unified_diff(const std::string& label_a, const std::string& text_a, 
   try {
     bp::ipstream pipe;
     bp::child c(bp::search_path("diff"), "-u", "--label", label_a, "--label", label_b, (dir / "a").string(),
-                (dir / "b").string(), bp::std_out > pipe, bp::std_err > bp::null, bp::std_in < bp::null);
+                (dir / "b").string(), bp::std_out > pipe, bp::std_err > bp::null, bp::std_in < bp::null,
+                InheritOnlyStdio{});
     std::ostringstream ss;
     ss << pipe.rdbuf();
     c.wait();

@@ -51,7 +51,8 @@ ProposerExit run_proposer_command(const std::string& command, const std::string&
   pid_t pid = 0;
   try {
     bp::child child(bp::exe = "/bin/sh", bp::args = {"-c", command}, bp::start_dir = workdir, environment,
-                    bp::std_in < bp::null, (bp::std_out & bp::std_err) > log_path, NewProcessGroup{});
+                    bp::std_in < bp::null, (bp::std_out & bp::std_err) > log_path, NewProcessGroup{},
+                    InheritOnlyStdio{});
     pid = child.id();
     child.detach();  // waited for below with waitpid
   } catch (const std::exception& e) {

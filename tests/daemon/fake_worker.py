@@ -17,6 +17,8 @@ One worker per GPU (--gpus): the fake plays the GPU that CUDA_VISIBLE_DEVICES na
 as a UUID; GPU 0 when unset) and says so in hello ("uuid": "GPU-fake-<i>"). FAKE_WORKER_GPU_LOG, if set, gets one
 line per eval, written when it ends: "<gpu> <start> <end> <A> <B> <F> <cases> <validate 0/1> <pid>" (times from
 time.time(), seconds), so that a test can check that no two evals overlapped on one GPU.
+FAKE_WORKER_FDS_LOG, if set, gets at hello one line per open descriptor of the worker ("self <fd> <target>") and of
+its parent, the daemon ("parent <fd> <target>"): what a child of the daemon inherits.
 FAKE_WORKER_SURVIVE=1 plays a worker that outlives its daemon: it clears the death signal the daemon gave it
 (PR_SET_PDEATHSIG) and, when it hangs, starts a child in its process group that sleeps as well.
 """
@@ -53,6 +55,14 @@ def main():
         req = json.loads(line)
         cmd = req.get("cmd")
         if cmd == "hello":
+            if os.environ.get("FAKE_WORKER_FDS_LOG"):
+                with open(os.environ["FAKE_WORKER_FDS_LOG"], "a") as log:
+                    for who, pid in (("self", os.getpid()), ("parent", os.getppid())):
+                        for fd in sorted(os.listdir(f"/proc/{pid}/fd"), key=int):
+                            try:
+                                log.write(f"{who} {fd} {os.readlink(f'/proc/{pid}/fd/{fd}')}\n")
+                            except OSError:
+                                pass  # closed meanwhile (the listing's own descriptor)
             reply({"status": "ok", "message": "", "gpu_name": "FakeGPU", "pci_bus_id": "0000:00:00.0",
                    "driver_version": 13000, "cc_major": 9, "cc_minor": 0, "sm_count": 132,
                    "l2_bytes": 50 << 20, "max_smem_per_block_optin": 232448, "sm_clock_mhz": 1980,

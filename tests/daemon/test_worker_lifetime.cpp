@@ -10,6 +10,8 @@
 #include <fstream>
 #include <thread>
 
+#include <sstream>
+
 #include <gtest/gtest.h>
 
 #include "daemon/processes.hpp"
@@ -41,6 +43,29 @@ std::size_t wait_group_gone(pid_t pgid, std::chrono::milliseconds timeout) {
   std::size_t left = 0;
   while ((left = process_group_members(pgid).size()) > 0 && Clock::now() < end) std::this_thread::sleep_for(10ms);
   return left;
+}
+
+// The worker inherits its stdin, stdout and stderr and nothing else (gpu/process_group.hpp, InheritOnlyStdio):
+// not a descriptor the daemon was started with, nor a file another thread of the daemon had open at the fork.
+// Found as the DiskFaults flake of 2026-11-25: a worker holding a writable file on the DB's disk (the status
+// file's temporary, opened without O_CLOEXEC) made a read-only remount fail until it exited.
+TEST(WorkerLifetime, TheWorkerInheritsNoDescriptorButItsStdio) {
+  test::DaemonFixture f;
+  const std::string fds = f.dir + "/worker_fds.txt", held = f.dir + "/held_by_the_daemon.txt";
+  const pid_t daemon = test::spawn_tuner(f.args("--iterations 3"), "FAKE_WORKER_FDS_LOG='" + fds + "'",
+                                         f.dir + "/daemon.log", "exec 9>>'" + held + "';");
+  ASSERT_EQ(test::wait_exit(daemon), 0) << test::read_text(f.dir + "/daemon.log");
+  const std::string text = test::read_text(fds);
+  // The daemon holds the file (without close-on-exec), so the worker would inherit it without the fix.
+  EXPECT_NE(text.find("parent 9 " + held + "\n"), std::string::npos) << text;
+  std::istringstream in(text);
+  int own = 0;
+  for (std::string who, fd, target; in >> who >> fd >> target;) {
+    if (who != "self" || target == fds) continue;  // the log the worker writes this into
+    ++own;
+    EXPECT_TRUE(fd == "0" || fd == "1" || fd == "2") << "the worker inherited descriptor " << fd << " -> " << target;
+  }
+  EXPECT_GE(own, 3) << text;
 }
 
 TEST(WorkerLifetime, HangingWorkerDiesWithItsSigkilledDaemon) {
