@@ -32,9 +32,9 @@ void add_db_command(CLI::App& app) {
       throw CliError(e.what());
     }
     fmt::print("merged {} DB(s) into {}: {} runs, {} iterations, {} case results, {} held-out checks, {} proposals "
-               "({} renamed), {} variants ({} shared by content hash)\n",
+               "({} renamed), {} ideas, {} harness checks, {} variants ({} shared by content hash)\n",
                s.inputs, *out, s.runs, s.iterations, s.case_results, s.holdout_checks, s.proposals,
-               s.proposals_renamed, s.variants, s.variants_shared);
+               s.proposals_renamed, s.ideas, s.harness_checks, s.variants, s.variants_shared);
     for (const auto& w : s.warnings) fmt::print("warning: {}\n", w);
     for (const auto& c : s.champions) fmt::print("champion {}\n", c);
   });

@@ -199,6 +199,53 @@ void merge_one(sqlite::Connection& conn, const std::string& path, MergeSummary& 
              {"previous_iteration_id", plus("previous_iteration_id", off_it)}},
             "ORDER BY s.id");
 
+  // The idea queue's ideas and verdicts (docs/ideas.md): run, parent and best iteration and proposal remapped;
+  // template and parent template renamed with their proposal (a stacked idea's parent is an earlier idea's).
+  const std::int64_t off_idea = scalar(conn, "SELECT MAX(id) FROM main.ideas");
+  copy_rows(conn, "ideas",
+            {{"id", plus("id", off_idea)},
+             {"run_id", plus("run_id", off_run)},
+             {"parent_iteration_id", plus("parent_iteration_id", off_it)},
+             {"proposal_id", plus("proposal_id", off_prop)},
+             {"best_iteration_id", plus("best_iteration_id", off_it)},
+             {"template", tmpl},
+             {"parent_template",
+              "COALESCE((SELECT t.new FROM temp.tmap t WHERE t.old = s.parent_template), s.parent_template)"}},
+            "ORDER BY s.id");
+  sum.ideas += scalar(conn, "SELECT count(*) FROM src.ideas");
+  // Their A/B/A record names iterations too: "parent_iter", "idea_iter" and the "iter" of each of "looks" get
+  // the iteration offset where they are integers (anything else in aba_json is kept as it is). The free-text
+  // reason keeps the source's iteration numbers.
+  const std::string this_input = fmt::format("id > {} AND CASE WHEN json_valid(aba_json) THEN ", off_idea);
+  for (const char* key : {"$.parent_iter", "$.idea_iter"})
+    conn.exec(fmt::format("UPDATE main.ideas SET aba_json = json_replace(aba_json, '{0}', json_extract(aba_json, "
+                          "'{0}') + {1}) WHERE {2}json_type(aba_json, '{0}') = 'integer' ELSE 0 END",
+                          key, off_it, this_input));
+  conn.exec(fmt::format(
+      "UPDATE main.ideas SET aba_json = json_replace(aba_json, '$.looks', (SELECT json_group_array(CASE WHEN "
+      "l.type != 'object' THEN json(aba_json -> l.fullkey) WHEN json_type(l.value, '$.iter') = 'integer' THEN "
+      "json_replace(l.value, '$.iter', json_extract(l.value, '$.iter') + {0}) ELSE json(l.value) END) FROM "
+      "json_each(aba_json, '$.looks') l)) WHERE {1}json_type(aba_json, '$.looks') = 'array' ELSE 0 END",
+      off_it, this_input));
+
+  // Harness checks (`export --harness`, docs/export.md). Their iterations_json lists the exported variants,
+  // [{"variant", "template", "iteration"}, ...] (a bare integer is taken as an iteration id): each iteration
+  // gets the offset and each template the proposal rename, as the iteration it names; "variant" stays the
+  // folder's name in submission_dir.
+  const std::int64_t off_harness = scalar(conn, "SELECT MAX(id) FROM main.harness_checks");
+  copy_rows(conn, "harness_checks", {{"id", plus("id", off_harness)}}, "ORDER BY s.id");
+  sum.harness_checks += scalar(conn, "SELECT count(*) FROM src.harness_checks");
+  conn.exec(fmt::format(
+      "UPDATE main.harness_checks SET iterations_json = (SELECT json_group_array(CASE WHEN e.type = 'integer' THEN "
+      "e.value + {0} WHEN e.type != 'object' THEN json(iterations_json -> e.fullkey) ELSE json_replace(e.value, "
+      "'$.iteration', CASE WHEN json_type(e.value, '$.iteration') = 'integer' THEN json_extract(e.value, "
+      "'$.iteration') + {0} ELSE json(e.value -> '$.iteration') END, '$.template', CASE WHEN json_type(e.value, "
+      "'$.template') = 'text' THEN COALESCE((SELECT t.new FROM temp.tmap t WHERE t.old = json_extract(e.value, "
+      "'$.template')), json_extract(e.value, '$.template')) ELSE json(e.value -> '$.template') END) END) FROM "
+      "json_each(iterations_json) e) WHERE id > {1} AND CASE WHEN json_valid(iterations_json) THEN "
+      "json_type(iterations_json) = 'array' ELSE 0 END",
+      off_it, off_harness));
+
   // This input's champions: candidates of the merged rule.
   auto st = conn.prepare(
       "SELECT c.suite, c.scope, c.iteration_id, c.score_ms, (SELECT MAX(spread) FROM src.case_results r WHERE "

@@ -12,6 +12,7 @@ namespace attn {
 struct MergeSummary {
   std::int64_t inputs = 0;
   std::int64_t runs = 0, iterations = 0, case_results = 0, holdout_checks = 0, proposals = 0;
+  std::int64_t ideas = 0, harness_checks = 0;
   std::int64_t variants = 0;          ///< distinct content hashes in OUT
   std::int64_t variants_shared = 0;   ///< input variants whose content hash another input had already
   std::int64_t proposals_renamed = 0; ///< proposal templates renamed because another input had the name
@@ -20,11 +21,12 @@ struct MergeSummary {
 };
 
 /// Merges `inputs` into a new DB at `out` (schema kSchemaVersion):
-/// - runs, iterations, case_results, holdout_checks, proposals and champion_history rows are copied with
-///   new ids (each input's rows after the previous input's, in id order) and their references remapped;
+/// - runs, iterations, case_results, holdout_checks, proposals, champion_history, ideas and harness_checks
+///   rows are copied with new ids (each input's rows after the previous input's, in id order) and their
+///   references remapped (also the iteration ids in ideas.aba_json and harness_checks.iterations_json);
 /// - variants are deduplicated by content_hash (the first input's row is kept);
 /// - a proposal template whose name another input already used is renamed "<root>_p<new id>" (its
-///   iterations, space JSON and export follow);
+///   iterations, space JSON, ideas and harness checks and export follow);
 /// - every copied iteration gets an iteration_sources row: source DB path, source run id, source iteration
 ///   id, the run's host;
 /// - champions are recomputed per suite and scope from the inputs' champions (merged_champion_rule below).

@@ -184,6 +184,203 @@ TEST(ScaleOut, ShardRunsMergeIntoOneDbWithNothingLostOrDoubled) {
   EXPECT_TRUE(fs::exists(out));  // --force replaces OUT only once the inputs are checked
 }
 
+// The idea queue (docs/ideas.md) on a fake space of 18 healthy configs: one run folder with templates, a queue
+// holding one idea that wins (FAST scales the fake worker's score to 80 %), the DB.
+struct IdeaShard {
+  std::string dir = test::temp_dir("merge_ideas");
+  std::string tpl = dir + "/templates", queue = dir + "/queue", db = dir + "/runs/t.db";
+  IdeaShard() {
+    fs::create_directories(tpl);
+    fs::create_directories(queue);
+    fs::copy_file(test::data_dir() + "/fake_templates/fake.cu", tpl + "/fake.cu");
+    test::write_text(tpl + "/fake.json", R"({"name": "fake", "source": "fake.cu", "kernel": "block_sparse_attn_fwd",
+  "parameters": {"A": {"values": [1, 2, 3, 4, 5, 6]}, "B": {"values": [1, 2, 3]}, "F": {"values": [0]}},
+  "default": {"A": 1, "B": 1, "F": 0}}
+)");
+    test::write_text(queue + "/fast.idea", R"(Description: a faster path behind FAST
+Space: {"FAST": [0, 1]}
+Default: {"FAST": 0}
+
+--- a/fake.cu
++++ b/fake.cu
+@@ -18,6 +18,9 @@
+ #define FAKE_MARK(a, b, f) FAKE_MARK_(a, b, f)
+ 
+ extern "C" __device__ int FAKE_MARK(A, B, F) = 1;
++#if FAST
++extern "C" __device__ int fake_speed_pct_80 = 1;
++#endif
+ extern "C" __device__ int attn_launch_info[4] = {128, 0, 128, 0};
+ 
+ extern "C" __global__ void block_sparse_attn_fwd(const void* q, const void* k, const void* v, const int* row_ptr,
+)");
+  }
+  std::string args() const {
+    return "run --db '" + db + "' --suite smoke --templates '" + tpl + "' --template fake --strategy local --worker-exe '" +
+           test::fake_worker_path() + "' --cache '" + dir + "/cache' --jobs 2 --watchdog-min 0.5 --watchdog-cap 2 --ideas '" +
+           queue + "' --idea-budget 4 --idea-poll 0.2";
+  }
+};
+
+TEST(ScaleOut, MergeKeepsEveryIdeaVerdictAndHarnessCheckWithRemappedIds) {
+  // Two daemons each judge the same idea (a win) on their own machine: both inputs hold an idea, its proposal
+  // template of the same name (the second is renamed in the merge), and a harness check of their champion and
+  // the idea's best iteration. A third input, an older DB (schema 7, no ideas table) migrated, has no idea.
+  IdeaShard a, b;
+  for (const auto* s : {&a, &b}) {
+    const Output o = run(s->args());
+    ASSERT_EQ(o.code, 0) << o.text;
+  }
+  std::vector<std::vector<IdeaRecord>> ideas;
+  for (const auto* s : {&a, &b}) {
+    auto d = ExperimentDb::open(s->db);
+    ideas.push_back(d.ideas());
+    ASSERT_EQ(ideas.back().size(), 1u);
+    const IdeaRecord& i = ideas.back()[0];
+    ASSERT_EQ(i.verdict, "win") << i.reason;
+    ASSERT_TRUE(i.best_iteration_id && i.parent_iteration_id && i.proposal_id) << i.reason;
+    const auto champ = d.champion("smoke", ChampionScope::overall);
+    ASSERT_TRUE(champ);
+    HarnessCheckRecord h;
+    h.suite = "smoke";
+    h.export_suite = "smoke";
+    h.valid = true;
+    h.score_ms = 0.08;
+    h.submission_dir = s->dir + "/submission";
+    h.iterations_json = nlohmann::json::array({{{"variant", "fake_i" + std::to_string(champ->iteration_id)},
+                                                {"template", d.iteration(champ->iteration_id)->template_name},
+                                                {"iteration", champ->iteration_id}},
+                                               {{"variant", "fake_i" + std::to_string(*i.best_iteration_id)},
+                                                {"template", i.template_name},
+                                                {"iteration", *i.best_iteration_id}}})
+                            .dump();
+    d.add_harness_check(h);
+    HarnessCheckRecord none = h;  // an export of nothing: stays []
+    none.valid = false;
+    none.score_ms.reset();
+    none.iterations_json = "[]";
+    d.add_harness_check(none);
+  }
+  ASSERT_EQ(ideas[0][0].template_name, ideas[1][0].template_name);  // the clash the merge renames
+
+  DaemonFixture old;
+  const Output e = run(old.args("--fidelity full --iterations 3", "exhaustive", "fake_healthy"));
+  ASSERT_EQ(e.code, 0) << e.text;
+  {
+    auto c = sqlite::Connection::open(old.db, sqlite::OpenMode::read_write);
+    c.exec("DROP TABLE ideas");
+    c.exec("UPDATE schema_version SET version = 7 WHERE version = 8");
+  }
+  const Output mig = run("db migrate '" + old.db + "'");
+  ASSERT_EQ(mig.code, 0) << mig.text;
+  EXPECT_NE(mig.text.find("schema version 7 -> 8"), std::string::npos) << mig.text;
+
+  const std::string out = a.dir + "/merged.db";
+  const Output m = run("db merge '" + out + "' '" + a.db + "' '" + b.db + "' '" + old.db + "'");
+  ASSERT_EQ(m.code, 0) << m.text;
+  EXPECT_NE(m.text.find("2 ideas, 4 harness checks"), std::string::npos) << m.text;
+
+  auto db = ExperimentDb::open(out, ExperimentDb::Mode::read_only);
+  const auto merged = db.ideas();
+  ASSERT_EQ(merged.size(), 2u);
+  // The merged iteration that came from iteration `iter` of `src`, checked against the source row.
+  const auto merged_iter = [&](const std::string& src, std::int64_t iter) -> std::int64_t {
+    const auto r = db.sql_readonly(fmt::format("SELECT iteration_id FROM iteration_sources WHERE source_db = '{}' AND "
+                                               "source_iteration_id = {}",
+                                               fs::absolute(src).lexically_normal().string(), iter));
+    EXPECT_EQ(r.rows.size(), 1u) << src << " iter " << iter;
+    if (r.rows.size() != 1) return -1;
+    return std::stoll(*r.rows[0][0]);
+  };
+  const auto same_iteration = [&](const std::string& src, std::int64_t src_iter, std::int64_t out_iter) {
+    auto s = ExperimentDb::open(src, ExperimentDb::Mode::read_only);
+    const auto si = s.iteration(src_iter), mi = db.iteration(out_iter);
+    ASSERT_TRUE(si && mi) << src << " iter " << src_iter << " -> " << out_iter;
+    EXPECT_EQ(mi->params_json, si->params_json) << out_iter;
+    EXPECT_EQ(mi->geomean_ms, si->geomean_ms) << out_iter;
+    EXPECT_EQ(merged_iter(src, src_iter), out_iter);
+  };
+  std::set<std::string> templates;
+  for (std::size_t k = 0; k < 2; ++k) {
+    const std::string& src_db = k == 0 ? a.db : b.db;
+    auto s = ExperimentDb::open(src_db, ExperimentDb::Mode::read_only);
+    const IdeaRecord& si = ideas[k][0];
+    const std::string started = s.run(si.run_id)->started_at;
+    std::vector<IdeaRecord> found;
+    for (const auto& i : merged)
+      if (db.run(i.run_id) && db.run(i.run_id)->started_at == started) found.push_back(i);
+    ASSERT_EQ(found.size(), 1u) << "the idea of input " << k << " (run started " << started << ")";
+    const IdeaRecord& mi = found[0];
+    EXPECT_EQ(mi.file, si.file);
+    EXPECT_EQ(mi.idea_hash, si.idea_hash);
+    EXPECT_EQ(mi.verdict, si.verdict);
+    EXPECT_EQ(mi.status, si.status);
+    EXPECT_EQ(mi.reason, si.reason);
+    EXPECT_EQ(mi.delta_pct, si.delta_pct);
+    EXPECT_EQ(mi.parent_template, "fake");
+    ASSERT_TRUE(mi.best_iteration_id && mi.parent_iteration_id && mi.proposal_id);
+    same_iteration(src_db, *si.best_iteration_id, *mi.best_iteration_id);
+    same_iteration(src_db, *si.parent_iteration_id, *mi.parent_iteration_id);
+    // Its proposal: the merged one of its template (the second input's renamed), which its iterations follow.
+    const auto mp = db.proposal(*mi.proposal_id);
+    ASSERT_TRUE(mp);
+    EXPECT_EQ(mp->template_name, mi.template_name);
+    EXPECT_EQ(db.iteration(*mi.best_iteration_id)->template_name, mi.template_name);
+    EXPECT_EQ(mp->started_at, s.proposal(*si.proposal_id)->started_at);
+    if (k == 0)
+      EXPECT_EQ(mi.template_name, si.template_name);
+    else
+      EXPECT_EQ(mi.template_name, fmt::format("fake_p{}", *mi.proposal_id));
+    templates.insert(mi.template_name);
+    // The A/B/A's iteration ids name the merged iterations.
+    const auto sj = nlohmann::json::parse(si.aba_json), mj = nlohmann::json::parse(mi.aba_json);
+    for (const char* key : {"parent_iter", "idea_iter"})
+      same_iteration(src_db, sj.at(key).get<std::int64_t>(), mj.at(key).get<std::int64_t>());
+    ASSERT_EQ(mj.at("looks").size(), sj.at("looks").size());
+    for (std::size_t l = 0; l < sj.at("looks").size(); ++l) {
+      same_iteration(src_db, sj["looks"][l].at("iter").get<std::int64_t>(), mj["looks"][l].at("iter").get<std::int64_t>());
+      EXPECT_EQ(mj["looks"][l].at("ms"), sj["looks"][l].at("ms"));
+    }
+    EXPECT_EQ(mj.at("a1_ms"), sj.at("a1_ms"));
+    EXPECT_EQ(mj.at("judged"), sj.at("judged"));
+
+    // Its harness checks: the exported iterations remapped, templates renamed with their proposal.
+    const auto sh = s.harness_checks();
+    ASSERT_EQ(sh.size(), 2u);
+    std::vector<HarnessCheckRecord> mh;
+    for (const auto& h : db.harness_checks())
+      if (h.submission_dir == sh[0].submission_dir) mh.push_back(h);
+    ASSERT_EQ(mh.size(), 2u);
+    EXPECT_EQ(mh[1].iterations_json, "[]");
+    EXPECT_EQ(mh[0].score_ms, sh[0].score_ms);
+    EXPECT_EQ(mh[0].ran_at, sh[0].ran_at);
+    const auto se = nlohmann::json::parse(sh[0].iterations_json), me = nlohmann::json::parse(mh[0].iterations_json);
+    ASSERT_EQ(me.size(), se.size());
+    for (std::size_t v = 0; v < se.size(); ++v) {
+      const std::int64_t it = me[v].at("iteration").get<std::int64_t>();
+      same_iteration(src_db, se[v].at("iteration").get<std::int64_t>(), it);
+      EXPECT_EQ(me[v].at("template"), db.iteration(it)->template_name);
+      EXPECT_EQ(me[v].at("variant"), se[v].at("variant"));  // the folder's name in submission_dir
+    }
+    EXPECT_EQ(me[1].at("iteration").get<std::int64_t>(), *mi.best_iteration_id);
+  }
+  EXPECT_EQ(templates.size(), 2u);
+  EXPECT_EQ(sql_text(out, "SELECT count(*) FROM pragma_foreign_key_check"), "0|\n");
+
+  // query ideas lists both, each with its verdict and template.
+  const Output q = run("query ideas --db '" + out + "' --format json");
+  ASSERT_EQ(q.code, 0) << q.text;
+  const auto qj = nlohmann::json::parse(q.text);
+  ASSERT_EQ(qj.size(), 2u) << q.text;
+  std::set<std::string> listed;
+  for (const auto& i : qj) {
+    EXPECT_EQ(i.at("verdict"), "win") << q.text;
+    EXPECT_EQ(i.at("file"), "fast.idea") << q.text;
+    listed.insert(i.at("template").get<std::string>());
+  }
+  EXPECT_EQ(listed, templates);
+}
+
 TEST(ScaleOut, TwoFakeGpusEvaluateAtOnceNeverOverlapOnOneGpuAndRetimeOnOne) {
   // The same healthy space on one GPU (the default: one worker, no --gpus) and on two.
   // Configs are listed best first, so champion challenges (serialised over the GPUs, docs/scale-out.md) are
