@@ -67,4 +67,17 @@ inline constexpr std::size_t kFakeSpace = 33;
 /// tests/daemon/fake_worker.py in the source tree.
 std::string fake_worker_path();
 
+/// An idea file (docs/ideas.md) for the fake template (tests/data/fake_templates/fake.cu): a new axis `axis` in
+/// {0, 1}, default 0, and after fake.cu's config symbol the block `#if condition` / `line` / `#endif` (a
+/// fake_speed_pct_<N> or fake_lucky_<N> symbol: what the fake worker reads as the idea's effect).
+inline std::string fake_axis_idea(const std::string& description, const std::string& hypothesis,
+                                  const std::string& axis, const std::string& condition, const std::string& line) {
+  return "Description: " + description + "\n" + (hypothesis.empty() ? "" : "Hypothesis: " + hypothesis + "\n") +
+         "Space: {\"" + axis + "\": [0, 1]}\nDefault: {\"" + axis + "\": 0}\n\n--- a/fake.cu\n+++ b/fake.cu\n"
+         "@@ -18,6 +18,9 @@\n #define FAKE_MARK(a, b, f) FAKE_MARK_(a, b, f)\n \n"
+         " extern \"C\" __device__ int FAKE_MARK(A, B, F) = 1;\n+#if " + condition + "\n+" + line + "\n+#endif\n"
+         " extern \"C\" __device__ int attn_launch_info[4] = {128, 0, 128, 0};\n \n"
+         " extern \"C\" __global__ void block_sparse_attn_fwd(const void* q, const void* k, const void* v, const int* row_ptr,\n";
+}
+
 }  // namespace attn::test

@@ -57,24 +57,8 @@ struct IdeaFixture {
 };
 
 // Hunks against fake.cu (tests/data/fake_templates): after its F default, and after its config symbol.
-const std::string kWin = R"(Description: a faster path behind FAST
-Hypothesis: the fake worker scales the score by 80 %
-Space: {"FAST": [0, 1]}
-Default: {"FAST": 0}
-
---- a/fake.cu
-+++ b/fake.cu
-@@ -18,6 +18,9 @@
- #define FAKE_MARK(a, b, f) FAKE_MARK_(a, b, f)
- 
- extern "C" __device__ int FAKE_MARK(A, B, F) = 1;
-+#if FAST
-+extern "C" __device__ int fake_speed_pct_80 = 1;
-+#endif
- extern "C" __device__ int attn_launch_info[4] = {128, 0, 128, 0};
- 
- extern "C" __global__ void block_sparse_attn_fwd(const void* q, const void* k, const void* v, const int* row_ptr,
-)";
+const std::string kWin = test::fake_axis_idea("a faster path behind FAST", "the fake worker scales the score by 80 %",
+                                              "FAST", "FAST", "extern \"C\" __device__ int fake_speed_pct_80 = 1;");
 // Applies only where kWin's lines are: stacking.
 const std::string kStack = R"(Description: even faster on top of FAST
 
@@ -316,23 +300,10 @@ TEST(Ideas, AnIdeaJudgedOnOneSuiteIsJudgedAgainOnAnother) {
 // config wins; here every config but the parent's best is lucky once (0.5x) and slow after (1.5x).
 TEST(Ideas, AVerdictMeasuresTheIdeasCodeNotALuckyConfig) {
   IdeaFixture f;
-  f.queue_idea("lucky.idea", R"(Description: a new axis that changes no code at the parent's best config
-Space: {"LUCKY": [0, 1]}
-Default: {"LUCKY": 0}
+  f.queue_idea("lucky.idea", test::fake_axis_idea("a new axis that changes no code at the parent's best config", "",
+                                                 "LUCKY", "LUCKY && !(A == 4 && B == 2)",
+                                                 "extern \"C\" __device__ int fake_lucky_50 = 1;"));
 
---- a/fake.cu
-+++ b/fake.cu
-@@ -18,6 +18,9 @@
- #define FAKE_MARK(a, b, f) FAKE_MARK_(a, b, f)
- 
- extern "C" __device__ int FAKE_MARK(A, B, F) = 1;
-+#if LUCKY && !(A == 4 && B == 2)
-+extern "C" __device__ int fake_lucky_50 = 1;
-+#endif
- extern "C" __device__ int attn_launch_info[4] = {128, 0, 128, 0};
- 
- extern "C" __global__ void block_sparse_attn_fwd(const void* q, const void* k, const void* v, const int* row_ptr,
-)");
   const test::Output out = test::run_tuner(f.args(""));
   ASSERT_EQ(out.code, 0) << out.text;
   auto db = ExperimentDb::open(f.db, ExperimentDb::Mode::read_only);

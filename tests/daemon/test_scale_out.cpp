@@ -197,23 +197,9 @@ struct IdeaShard {
   "parameters": {"A": {"values": [1, 2, 3, 4, 5, 6]}, "B": {"values": [1, 2, 3]}, "F": {"values": [0]}},
   "default": {"A": 1, "B": 1, "F": 0}}
 )");
-    test::write_text(queue + "/fast.idea", R"(Description: a faster path behind FAST
-Space: {"FAST": [0, 1]}
-Default: {"FAST": 0}
+    test::write_text(queue + "/fast.idea", test::fake_axis_idea("a faster path behind FAST", "", "FAST", "FAST",
+                                                                "extern \"C\" __device__ int fake_speed_pct_80 = 1;"));
 
---- a/fake.cu
-+++ b/fake.cu
-@@ -18,6 +18,9 @@
- #define FAKE_MARK(a, b, f) FAKE_MARK_(a, b, f)
- 
- extern "C" __device__ int FAKE_MARK(A, B, F) = 1;
-+#if FAST
-+extern "C" __device__ int fake_speed_pct_80 = 1;
-+#endif
- extern "C" __device__ int attn_launch_info[4] = {128, 0, 128, 0};
- 
- extern "C" __global__ void block_sparse_attn_fwd(const void* q, const void* k, const void* v, const int* row_ptr,
-)");
   }
   std::string args() const {
     return "run --db '" + db + "' --suite smoke --templates '" + tpl + "' --template fake --strategy local --worker-exe '" +
