@@ -63,10 +63,35 @@ void SearchState::on_first_seen(const Config& c) {
   if (!space_.check(c)) ++seen_valid_;
 }
 
+namespace {
+/// RankedView's order: score, then iter.
+bool ranks_before(const Outcome& a, const Outcome& b) {
+  if (*a.score_ms != *b.score_ms) return *a.score_ms < *b.score_ms;
+  return a.iter < b.iter;
+}
+}  // namespace
+
 void SearchState::record(const Config& c, Outcome outcome) {
   if (!seen(c)) on_first_seen(c);
   pending_.erase(c);
-  results_[c] = std::move(outcome);
+  auto& items = ranked_.items_;
+  auto [it, inserted] = results_.try_emplace(c, outcome);
+  if (!inserted) {
+    if (it->second.ok()) {  // a re-timing replaces the entry: take the old one out of the order first
+      const RankedView::Entry* node = &*it;
+      auto pos = std::lower_bound(items.begin(), items.end(), node,
+                                  [](const auto* a, const auto* b) { return ranks_before(a->second, b->second); });
+      while (pos != items.end() && *pos != node) ++pos;
+      if (pos != items.end()) items.erase(pos);
+    }
+    it->second = std::move(outcome);
+  }
+  if (it->second.ok()) {
+    const RankedView::Entry* node = &*it;
+    items.insert(std::upper_bound(items.begin(), items.end(), node,
+                                  [](const auto* a, const auto* b) { return ranks_before(a->second, b->second); }),
+                 node);
+  }
 }
 
 void SearchState::mark_pending(const Config& c) {
@@ -76,17 +101,6 @@ void SearchState::mark_pending(const Config& c) {
 
 void SearchState::cancel_pending(const Config& c) {
   if (pending_.erase(c) != 0 && !evaluated(c) && !space_.check(c)) --seen_valid_;
-}
-
-std::vector<std::pair<Config, Outcome>> SearchState::ranked() const {
-  std::vector<std::pair<Config, Outcome>> out;
-  for (const auto& [c, o] : results_)
-    if (o.ok()) out.emplace_back(c, o);
-  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
-    if (*a.second.score_ms != *b.second.score_ms) return *a.second.score_ms < *b.second.score_ms;
-    return a.second.iter < b.second.iter;
-  });
-  return out;
 }
 
 void SearchState::set_champion(const Config& c) {

@@ -26,21 +26,17 @@ class LocalStrategy final : public Strategy {
 
   std::optional<Proposal> next(const SearchState& state) override {
     const auto& space = state.space();
-    const auto ranked = state.ranked();
+    const auto& ranked = state.ranked();
     if (ranked.empty() && !state.seen(space.default_config()) && !space.check(space.default_config()))
       return Proposal{space.default_config(), "template default (start of local search)"};
 
     // Bases: the champion, then the successful configs best first (labels built only when used).
     const auto champion = state.champion();
-    std::vector<const std::pair<Config, Outcome>*> bases;
-    std::optional<std::pair<Config, Outcome>> champion_entry;
-    if (champion) {
-      champion_entry.emplace(champion->config, state.results().at(champion->config));
-      bases.push_back(&*champion_entry);
-    }
+    std::vector<const RankedView::Entry*> bases;
+    if (champion) bases.push_back(&*state.results().find(champion->config));
     for (const auto& r : ranked)
       if (!champion || r.first != champion->config) bases.push_back(&r);
-    auto label = [&](const std::pair<Config, Outcome>& base) {
+    auto label = [&](const RankedView::Entry& base) {
       if (champion && base.first == champion->config) return fmt::format("champion iter {}", champion->iter);
       return fmt::format("iter {} ({:.4f} ms; restart from the best not-yet-expanded config)", base.second.iter,
                          *base.second.score_ms);

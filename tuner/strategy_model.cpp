@@ -44,7 +44,7 @@ class ModelStrategy final : public Strategy {
       const double p = predict(state, candidates[i]);
       if (i == 0 || p < best_pred) best = i, best_pred = p;
     }
-    const auto ranked = state.ranked();
+    const auto& ranked = state.ranked();
     return Proposal{candidates[best],
                     fmt::format("model: predicted {:.4f} ms (best seen {:.4f} ms; {} candidates, {} trees on {} results)",
                                 std::exp(best_pred), ranked.empty() ? 0.0 : *ranked.front().second.score_ms,

@@ -1,7 +1,9 @@
 // SearchState's valid configs (ValidConfigs): the same configs in the same order as TemplateSpace::enumerate(),
 // held compactly. A daemon resumed on a research DB holds one SearchState per template, idea templates of
 // earlier runs included: as std::map configs they took ~1.3 KB a config (10 GB for 27 fa3_tma variants).
+#include <algorithm>
 #include <filesystem>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -88,6 +90,41 @@ TEST(ValidConfigs, Fa3TmaHeldCompactly) {
   const auto grown = heap() - before;  // whatever holds it
   EXPECT_LT(grown, std::size_t{8} << 20) << "SearchState(fa3_tma) holds " << (grown >> 20) << " MiB of heap";
 #endif
+}
+
+// ranked() is kept in order by record() (pointers into results(), no copies): through a random sequence of
+// successes, failures and re-timings of the same configs (a success replaced by a failure and the other way
+// round), it always equals a stable sort of results()'s successes by score, then iter.
+TEST(SearchStateRanked, StaysTheSortOfTheSuccessesThroughRecordsAndRetimings) {
+  SearchState state(TemplateSpace::load_named(ATTN_TEMPLATES_DIR, "fa3_tma"));
+  const auto& valid = state.valid_configs();
+  std::mt19937_64 rng(7);
+  std::int64_t iter = 0;
+  for (int step = 0; step < 3000; ++step) {
+    const Config c = valid[rng() % 200];  // 200 configs, so that most steps re-record one
+    const double score = 0.1 + double(rng() % 50) / 1000;  // ties on score happen
+    state.record(c, rng() % 5 == 0 ? Outcome::failed(++iter, "fault") : Outcome::success(++iter, score));
+    if (step % 100 != 99) continue;
+    std::vector<std::pair<Config, Outcome>> want;
+    for (const auto& [k, o] : state.results())
+      if (o.ok()) want.emplace_back(k, o);
+    std::stable_sort(want.begin(), want.end(), [](const auto& a, const auto& b) {
+      if (*a.second.score_ms != *b.second.score_ms) return *a.second.score_ms < *b.second.score_ms;
+      return a.second.iter < b.second.iter;
+    });
+    const auto& got = state.ranked();
+    ASSERT_EQ(got.size(), want.size()) << "step " << step;
+    std::size_t i = 0;
+    for (const auto& [k, o] : got) {
+      EXPECT_EQ(k, want[i].first) << "step " << step << ", rank " << i;
+      EXPECT_EQ(o.iter, want[i].second.iter) << "step " << step << ", rank " << i;
+      ++i;
+    }
+  }
+  // Moving the state keeps the view valid (the map's nodes move with it).
+  SearchState moved = std::move(state);
+  ASSERT_FALSE(moved.ranked().empty());
+  EXPECT_EQ(&moved.ranked().front(), &*moved.results().find(moved.ranked().front().first));
 }
 
 }  // namespace
