@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -142,15 +143,12 @@ bool Loop::start_idea(const QueuedIdea& q) {
 
   // The ideas judged on this suite: a verdict holds for the suite it was measured on (an idea for the small shapes
   // judged on full is judged again on quick), and so does a lineage of wins.
+  std::set<std::int64_t> runs_here;
+  for (const auto& r : db_.runs())
+    if (r.suite == suite_label_) runs_here.insert(r.id);
   std::vector<IdeaRecord> here;
-  std::map<std::int64_t, std::string> suite_of_run;
-  for (const auto& old : known) {
-    if (!suite_of_run.count(old.run_id)) {
-      const auto run = db_.run(old.run_id);
-      suite_of_run[old.run_id] = run ? run->suite : "";
-    }
-    if (suite_of_run[old.run_id] == suite_label_) here.push_back(old);
-  }
+  for (const auto& old : known)
+    if (runs_here.count(old.run_id)) here.push_back(old);
   // Its parent: the latest win of the lineage of its template (or of the overall champion's) on this suite.
   std::string root = file.template_root;
   if (root.empty()) {

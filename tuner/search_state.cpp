@@ -65,9 +65,9 @@ void SearchState::on_first_seen(const Config& c) {
 
 namespace {
 /// RankedView's order: score, then iter.
-bool ranks_before(const Outcome& a, const Outcome& b) {
-  if (*a.score_ms != *b.score_ms) return *a.score_ms < *b.score_ms;
-  return a.iter < b.iter;
+bool ranks_before(const RankedView::Entry* a, const RankedView::Entry* b) {
+  if (*a->second.score_ms != *b->second.score_ms) return *a->second.score_ms < *b->second.score_ms;
+  return a->second.iter < b->second.iter;
 }
 }  // namespace
 
@@ -76,22 +76,16 @@ void SearchState::record(const Config& c, Outcome outcome) {
   pending_.erase(c);
   auto& items = ranked_.items_;
   auto [it, inserted] = results_.try_emplace(c, outcome);
+  const RankedView::Entry* node = &*it;
   if (!inserted) {
     if (it->second.ok()) {  // a re-timing replaces the entry: take the old one out of the order first
-      const RankedView::Entry* node = &*it;
-      auto pos = std::lower_bound(items.begin(), items.end(), node,
-                                  [](const auto* a, const auto* b) { return ranks_before(a->second, b->second); });
+      auto pos = std::lower_bound(items.begin(), items.end(), node, ranks_before);
       while (pos != items.end() && *pos != node) ++pos;
       if (pos != items.end()) items.erase(pos);
     }
     it->second = std::move(outcome);
   }
-  if (it->second.ok()) {
-    const RankedView::Entry* node = &*it;
-    items.insert(std::upper_bound(items.begin(), items.end(), node,
-                                  [](const auto* a, const auto* b) { return ranks_before(a->second, b->second); }),
-                 node);
-  }
+  if (it->second.ok()) items.insert(std::upper_bound(items.begin(), items.end(), node, ranks_before), node);
 }
 
 void SearchState::mark_pending(const Config& c) {

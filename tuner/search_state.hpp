@@ -110,7 +110,7 @@ class RankedView {
   using Items = std::vector<const Entry*>;
   class const_iterator {
    public:
-    using iterator_category = std::random_access_iterator_tag;
+    using iterator_category = std::forward_iterator_tag;
     using value_type = Entry;
     using difference_type = std::ptrdiff_t;
     using pointer = const Entry*;
@@ -120,6 +120,7 @@ class RankedView {
     const Entry& operator*() const { return **it_; }
     const Entry* operator->() const { return *it_; }
     const_iterator& operator++() { ++it_; return *this; }
+    const_iterator operator++(int) { auto old = *this; ++it_; return old; }
     bool operator==(const const_iterator& o) const { return it_ == o.it_; }
     bool operator!=(const const_iterator& o) const { return it_ != o.it_; }
    private:
