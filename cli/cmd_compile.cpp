@@ -65,9 +65,12 @@ void run_compile(const CompileCliOptions& o) {
   const Compiler compiler(copts);
   const unsigned pool_jobs = std::max(1u, std::min<unsigned>(o.jobs, unsigned(configs.size())));
   CompilePool pool(compiler, pool_jobs);
+  // Configs that differ only in patchable parameters share a compile once one of them is in the cache.
+  const auto request = [&](const Config& c) {
+    return CompileRequest{space.source_path(), space.kernel(), c, o.nvrtc_options, space.patchable_names()};
+  };
   std::vector<std::future<CompiledVariant>> futures;
-  for (const auto& c : configs)
-    futures.push_back(pool.submit({space.source_path(), space.kernel(), c, o.nvrtc_options}));
+  for (const auto& c : configs) futures.push_back(pool.submit(request(c)));
 
   fmt::print("template {} ({}), {} config(s), cache {}\n", space.name(), space.source_path(), configs.size(),
              o.no_cache ? "off" : compiler.cache_dir());
@@ -79,14 +82,15 @@ void run_compile(const CompileCliOptions& o) {
   for (std::size_t i = 0; i < futures.size(); ++i) {
     // A source or header missing for a moment is not the config's fault: compiled again, as in the daemon.
     const CompiledVariant v =
-        compiler.retry_transient(futures[i].get(), {space.source_path(), space.kernel(), configs[i], o.nvrtc_options});
+        compiler.retry_transient(futures[i].get(), request(configs[i]));
     const auto& r = v.resources;
     hits += v.cache_hit ? 1 : 0;
     spilling += v.ok && (r.spill_stores > 0 || r.spill_loads > 0) ? 1 : 0;
     nvrtc_ms += v.cache_hit ? 0 : v.compile_ms;
     fmt::print("{:<6} {:>5} {:>9} {:>9} {:>6} {:>7} {:>9.1f} {:<5} {:<8} {}\n", v.ok ? "ok" : "FAIL",
                r.registers, r.spill_stores, r.spill_loads, r.stack_frame, r.static_smem, v.compile_ms,
-               v.cache_hit ? "hit" : "miss", v.hash.substr(0, 8), config_to_compact(configs[i]));
+               v.cache_hit ? (v.patched_from.empty() ? "hit" : "patch") : "miss", v.hash.substr(0, 8),
+               config_to_compact(configs[i]));
     if (!v.ok) {
       ++failures;
       fmt::print(stderr, "--- {} failed:\n{}\n", config_to_compact(configs[i]), v.log);

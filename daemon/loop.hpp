@@ -48,10 +48,11 @@ std::string resources_text(const CompiledVariant& cv);
 /// estimate of it, for the strategies' ranking; never a champion), else a failure.
 Outcome outcome_of(const IterationRecord& it);
 
-/// One proposal compiling ahead.
+/// One proposal compiling ahead, or a patched sibling (Loop::queue_siblings) whose cubin is ready.
 struct InFlight {
   TemplateProposal proposal;
-  std::future<CompiledVariant> compiled;
+  std::shared_future<CompiledVariant> compiled;
+  bool sibling = false;  // refill() counts the compile pool's work by the others
 };
 
 /// The idea being worked on (daemon/loop_ideas.cpp): its row, its file, the check running beside the
@@ -127,6 +128,7 @@ class Loop {
   GpuSlot* challenge_slot_ = nullptr;  // the GPU of the challenge in progress (re-timing, held-out check)
   MultiSearch search_;
   std::map<std::string, std::string> kernels_, sources_;
+  std::map<std::string, std::vector<std::string>> patchable_;  // template -> its patchable parameters
   ChampionBook champions_;
   std::deque<InFlight> inflight_;
   RunSummary summary_;
@@ -223,7 +225,14 @@ class Loop {
   void start_worker(GpuSlot& slot);
   milliseconds eval_deadline() const;
   std::optional<std::string> stop_reason() const;
+  /// Keeps the compile pool's queue as deep as its threads with the search's proposals.
   void refill();
+  /// After `p` compiled to `cv` whose cubin takes the patch (CompiledVariant::patchable): the configs that differ
+  /// from `p`'s only in patchable parameters (TemplateSpace::patchable_names), valid and not seen yet, go to the
+  /// front of the queue with their cubins, `cv`'s with their values written in (Compiler::from_sibling,
+  /// byte-identical to an NVRTC build): GPU time and no NVRTC. Not for an idea's template (its budget counts
+  /// distinct compiles of the idea's code), nor for a sibling. Called with the loop's lock held.
+  void queue_siblings(const TemplateProposal& p, const CompiledVariant& cv);
   /// Runs slot 0's loop on this thread and every other slot's on a thread of its own (which starts, and so
   /// owns, that slot's worker); returns when all have ended. `lock` holds mu_.
   void loop(std::unique_lock<std::mutex>& lock);

@@ -165,7 +165,9 @@ std::string Loop::rebuild_champion(const Contender& c) {
 }
 
 CompileRequest Loop::compile_request(const std::string& tname, const Config& cfg) const {
-  return {sources_.at(tname), kernels_.at(tname), cfg, {}};
+  CompileRequest req{sources_.at(tname), kernels_.at(tname), cfg, {}};
+  if (const auto p = patchable_.find(tname); p != patchable_.end()) req.patchable = p->second;
+  return req;
 }
 
 void Loop::evaluate(InFlight& job, GpuSlot& slot) {
@@ -204,6 +206,7 @@ void Loop::evaluate(InFlight& job, GpuSlot& slot) {
     throw std::runtime_error(fmt::format("template {}: {} (after {} retries; restore the file and resume with the "
                                          "same command)", tname, compile_error_line(cv.log), Compiler::kTransientRetries));
   if (!cv.cache_hit) compile_ms_ += cv.compile_ms;
+  if (!job.sibling) queue_siblings(job.proposal, cv);  // the same cubin with other values of its patchable parameters
   VariantRecord vr;
   vr.template_name = tname;
   vr.params_json = it.params_json;

@@ -255,6 +255,7 @@ void Loop::finish_idea_check() {
       seeds.push_back({c, "idea: " + what + (change.empty() ? "" : ", " + change)});
   kernels_[t] = space.kernel();
   sources_[t] = space.source_path();
+  patchable_[t] = space.patchable_names();
   proposal_of_[t] = *a.rec.proposal_id;
   idea_templates_.insert(t);
   search_.add(std::move(space), make_seeded_strategy(std::move(seeds), make_strategy(o_.strategy, o_.seed),
@@ -289,7 +290,7 @@ bool Loop::catch_up_idea() {
     ++a.issued;
     inflight_.push_front({TemplateProposal{a.rec.template_name, {c, fmt::format("idea: the parent's champion now "
                                                                                  "(iter {})", parent_best->iter)}},
-                          pool_.submit(compile_request(a.rec.template_name, c))});
+                          pool_.submit(compile_request(a.rec.template_name, c)).share()});
   }
   return true;
 }

@@ -1,5 +1,7 @@
 #include "gpu/compiler.hpp"
 
+#include "gpu/cubin_patch.hpp"
+
 #include <nvrtc.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -11,6 +13,8 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <future>
+#include <map>
 #include <mutex>
 #include <regex>
 #include <set>
@@ -217,7 +221,13 @@ std::vector<std::pair<std::string, std::string>> local_includes(const std::strin
   return out;
 }
 
-Compiler::Compiler(CompilerOptions options) : options_(std::move(options)) {
+struct Compiler::InFlightFamilies {
+  std::mutex mu;
+  std::map<std::string, std::shared_future<CompiledVariant>> compiling;
+};
+
+Compiler::Compiler(CompilerOptions options)
+    : options_(std::move(options)), in_flight_(std::make_shared<InFlightFamilies>()) {
   if (options_.cache_dir.empty()) options_.cache_dir = default_cache_dir();
 }
 
@@ -271,6 +281,81 @@ std::string Compiler::content_hash(const CompileRequest& req) const {
   return h.digest();
 }
 
+std::optional<CompiledVariant> Compiler::lookup(const std::string& hash) const {
+  // The .json is written last, so its presence means a complete entry.
+  const fs::path dir(options_.cache_dir);
+  try {
+    const auto text = read_text(dir / (hash + ".json"));
+    if (!text) return std::nullopt;
+    const auto j = nlohmann::json::parse(*text);
+    CompiledVariant v;
+    v.ok = j.at("ok").get<bool>();
+    v.error = v.ok ? FailureKind::none : FailureKind::compile;
+    v.log = j.at("log").get<std::string>();
+    v.compile_ms = j.at("compile_ms").get<double>();
+    v.resources = resources_from_json(j.at("resources"));
+    v.patched_from = j.value("patched_from", std::string());
+    v.hash = hash;
+    v.cache_hit = true;
+    if (!v.ok) {
+      if (missing_file(v.log)) return std::nullopt;  // an entry of a missing header: compile again
+      return v;
+    }
+    const fs::path cubin_path = dir / (hash + ".cubin");
+    if (auto bytes = read_bytes(cubin_path); bytes && bytes->size() == j.at("cubin_bytes").get<std::size_t>()) {
+      v.cubin = std::move(*bytes);
+      v.cubin_path = cubin_path.string();
+      v.cubin_hash = cubin_hash(v.cubin);
+      return v;
+    }
+  } catch (const std::exception&) {
+    // A damaged entry: compile again and overwrite it.
+  }
+  return std::nullopt;
+}
+
+bool Compiler::store(CompiledVariant& v, const std::string& hash, const CompileRequest& req) const {
+  const fs::path dir(options_.cache_dir);
+  try {
+    fs::create_directories(dir);
+    const fs::path cubin_path = dir / (hash + ".cubin");
+    if (v.ok) write_atomic(cubin_path, v.cubin.data(), v.cubin.size());
+    nlohmann::json j = {{"hash", hash},
+                        {"source", req.source_path},
+                        {"kernel", req.kernel},
+                        {"defines", req.defines},
+                        {"options", nvrtc_options(req)},
+                        {"nvrtc_version", nvrtc_version_string()},
+                        {"ok", v.ok},
+                        {"log", v.log},
+                        {"compile_ms", v.compile_ms},
+                        {"cubin_bytes", v.cubin.size()},
+                        {"resources", resources_to_json(v.resources)}};
+    if (!v.patched_from.empty()) j["patched_from"] = v.patched_from;
+    const std::string text = j.dump(2);
+    write_atomic(dir / (hash + ".json"), text.data(), text.size());
+    if (v.ok) v.cubin_path = cubin_path.string();
+    return true;
+  } catch (const std::exception& e) {
+    v.log += fmt::format("\n(cache write failed: {})", e.what());
+    return false;
+  }
+}
+
+Config Compiler::patchable_values(const CompileRequest& req) {
+  Config out;
+  for (const auto& name : req.patchable)
+    if (const auto it = req.defines.find(name); it != req.defines.end()) out.insert(*it);
+  return out;
+}
+
+std::string Compiler::family_hash(const CompileRequest& req) const {
+  CompileRequest family = req;
+  for (const auto& name : req.patchable) family.defines.erase(name);
+  family.patchable.clear();
+  return xxh128_hex("attn-tuner patch family v1 " + content_hash(family));
+}
+
 CompiledVariant Compiler::compile(const CompileRequest& req) const {
   for (const auto& [name, value] : req.defines)
     if (!is_identifier(name)) return failed("config parameter '" + name + "' is not a C identifier");
@@ -278,46 +363,90 @@ CompiledVariant Compiler::compile(const CompileRequest& req) const {
   if (const std::string o = process_state_option(req.extra_options); !o.empty() && !options_.allow_process_state)
     return failed("NVRTC option '" + o + "' refused: NVRTC 13.0 keeps --Ofast-compile for every later compile of "
                   "the process (other cubins for other configs)");
-  const auto source = read_text(req.source_path);
-  if (!source) return failed("cannot read template source '" + req.source_path + "'", {}, true);
+  if (!read_text(req.source_path)) return failed("cannot read template source '" + req.source_path + "'", {}, true);
 
-  std::string hash;
+  std::string hash, family;
   try {
     hash = content_hash(req);
+    if (options_.use_cache && !patchable_values(req).empty()) family = family_hash(req);
   } catch (const std::exception& e) {
     return failed(e.what(), {}, true);
   }
-  const fs::path dir(options_.cache_dir);
-  const fs::path json_path = dir / (hash + ".json");
-  const fs::path cubin_path = dir / (hash + ".cubin");
-
-  // Cache lookup: the .json is written last, so its presence means a complete entry.
+  // Whether `v`'s cubin takes the patch (a build that compiles the parameters in has no attn_param_ symbols).
+  const auto takes_patch = [&](CompiledVariant& v) {
+    std::vector<char> probe = v.cubin;
+    v.patchable = v.ok && !family.empty() && !patch_cubin_params(probe, patchable_values(req));
+    return v.patchable;
+  };
   if (options_.use_cache) {
-    try {
-      if (auto text = read_text(json_path)) {
-        const auto j = nlohmann::json::parse(*text);
-        CompiledVariant v;
-        v.ok = j.at("ok").get<bool>();
-        v.error = v.ok ? FailureKind::none : FailureKind::compile;
-        v.log = j.at("log").get<std::string>();
-        v.compile_ms = j.at("compile_ms").get<double>();
-        v.resources = resources_from_json(j.at("resources"));
-        v.hash = hash;
-        v.cache_hit = true;
-        if (!v.ok && !missing_file(v.log)) return v;  // an entry of a missing header: compile again
-        if (auto bytes = read_bytes(cubin_path);
-            bytes && bytes->size() == j.at("cubin_bytes").get<std::size_t>()) {
-          v.cubin = std::move(*bytes);
-          v.cubin_path = cubin_path.string();
-          v.cubin_hash = cubin_hash(v.cubin);
-          return v;
-        }
-      }
-    } catch (const std::exception&) {
-      // A damaged entry: compile again and overwrite it.
+    if (auto hit = lookup(hash)) {
+      takes_patch(*hit);
+      return std::move(*hit);
+    }
+    // A config of the same family compiled before (this run or an earlier one): patch its cubin.
+    if (!family.empty())
+      if (auto member = lookup(family))
+        if (auto v = from_sibling(*member, req)) return std::move(*v);
+  }
+  // One member of a family compiles at a time; another one asked meanwhile waits for it and is patched.
+  std::promise<CompiledVariant> mine;
+  if (!family.empty()) {
+    std::shared_future<CompiledVariant> other;
+    {
+      std::lock_guard lock(in_flight_->mu);
+      const auto it = in_flight_->compiling.find(family);
+      if (it != in_flight_->compiling.end())
+        other = it->second;
+      else
+        in_flight_->compiling.emplace(family, mine.get_future().share());
+    }
+    if (other.valid()) {
+      if (auto v = from_sibling(other.get(), req)) return std::move(*v);
+      return compile_fresh(req, hash);  // not patchable after all: its own compile
     }
   }
+  CompiledVariant v = compile_fresh(req, hash);
+  // The family's entry: a copy of this member, kept only when its cubin takes the patch.
+  if (takes_patch(v)) {
+    CompiledVariant member = v;
+    store(member, family, req);
+  }
+  if (!family.empty()) {
+    mine.set_value(v);
+    std::lock_guard lock(in_flight_->mu);
+    in_flight_->compiling.erase(family);
+  }
+  return v;
+}
 
+std::optional<CompiledVariant> Compiler::from_sibling(const CompiledVariant& sibling, const CompileRequest& req) const {
+  if (!options_.use_cache || (!sibling.ok && (sibling.transient || sibling.hash.empty()))) return std::nullopt;
+  CompiledVariant v;
+  try {
+    v.hash = content_hash(req);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  v.ok = sibling.ok;
+  v.error = sibling.error;
+  v.log = sibling.log;
+  v.compile_ms = sibling.compile_ms;
+  v.resources = sibling.resources;
+  v.cache_hit = true;
+  v.patched_from = sibling.patched_from.empty() ? sibling.hash : sibling.patched_from;
+  if (v.ok) {
+    v.cubin = sibling.cubin;
+    if (patch_cubin_params(v.cubin, patchable_values(req))) return std::nullopt;
+    v.cubin_hash = cubin_hash(v.cubin);
+    v.patchable = true;
+  }
+  store(v, v.hash, req);
+  return v;
+}
+
+CompiledVariant Compiler::compile_fresh(const CompileRequest& req, const std::string& hash) const {
+  const auto source = read_text(req.source_path);
+  if (!source) return failed("cannot read template source '" + req.source_path + "'", {}, true);
   const auto options = nvrtc_options(req);
   std::vector<const char*> argv;
   for (const auto& o : options) argv.push_back(o.c_str());
@@ -361,28 +490,7 @@ CompiledVariant Compiler::compile(const CompileRequest& req) const {
 
   // Cache successes and genuine compile errors (deterministic); not internal NVRTC failures, and not a
   // header that could not be opened (the same content compiles once the file is back).
-  if (options_.use_cache && (v.ok || (rc == NVRTC_ERROR_COMPILATION && !v.transient))) {
-    try {
-      fs::create_directories(dir);
-      if (v.ok) write_atomic(cubin_path, v.cubin.data(), v.cubin.size());
-      nlohmann::json j = {{"hash", hash},
-                          {"source", req.source_path},
-                          {"kernel", req.kernel},
-                          {"defines", req.defines},
-                          {"options", options},
-                          {"nvrtc_version", nvrtc_version_string()},
-                          {"ok", v.ok},
-                          {"log", v.log},
-                          {"compile_ms", ms},
-                          {"cubin_bytes", v.cubin.size()},
-                          {"resources", resources_to_json(v.resources)}};
-      const std::string text = j.dump(2);
-      write_atomic(json_path, text.data(), text.size());
-      if (v.ok) v.cubin_path = cubin_path.string();
-    } catch (const std::exception& e) {
-      v.log += fmt::format("\n(cache write failed: {})", e.what());
-    }
-  }
+  if (options_.use_cache && (v.ok || (rc == NVRTC_ERROR_COMPILATION && !v.transient))) store(v, hash, req);
   return v;
 }
 

@@ -6,6 +6,7 @@
 #include <functional>
 #include <future>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +23,12 @@ struct CompileRequest {
   std::string kernel;
   Config defines;
   std::vector<std::string> extra_options;
+  /// Defines whose value the template reads from `__constant__ int attn_param_<NAME>` (a space's "patchable"
+  /// parameters, tuner/space.hpp): configs that differ only in them share one NVRTC compile, the others' cubins
+  /// get their values written in (gpu/cubin_patch.hpp), byte-identical to what NVRTC builds for them. Used only
+  /// with the cache on; a build without the symbols (a config that compiles them in) is compiled as usual.
+  /// Not part of the content hash: it says how to obtain the cubin, not what the cubin is.
+  std::vector<std::string> patchable = {};
 };
 
 /// Per-kernel resources from ptxas -v ("Used 96 registers, ... 1024 bytes smem"; "N bytes stack frame,
@@ -45,7 +52,13 @@ struct CompiledVariant {
   std::string cubin_path;       ///< <cache>/<hash>.cubin, empty when the cache is off
   std::string cubin_hash;       ///< cubin_hash(cubin): what export compares a recompiled cubin with; "" when !ok
   double compile_ms = 0;        ///< NVRTC wall time of the compile that produced it (also on a cache hit)
-  bool cache_hit = false;
+  bool cache_hit = false;       ///< no NVRTC ran for it in this call (from the cache, or patched from a sibling)
+  /// Content hash of the compile whose cubin this one's was patched from (CompileRequest::patchable), "" when
+  /// NVRTC built this cubin itself.
+  std::string patched_from;
+  /// Its cubin takes its request's patchable defines (CompileRequest::patchable): a sibling can be patched from it
+  /// (Compiler::from_sibling). False without patchable defines or for a build that compiles them in.
+  bool patchable = false;
   /// The failure came from the file system, not from the config: the template source or one of its
   /// headers could not be read (a folder being rewritten, a deleted file). Such results are never cached
   /// and are worth a retry (Compiler::retry_transient).
@@ -102,6 +115,13 @@ class Compiler {
   /// --Ofast-compile / -Ofc is refused that way (NVRTC 13.0 keeps it for every later compile of the process).
   CompiledVariant compile(const CompileRequest& req) const;
 
+  /// `req`'s variant from `sibling`, a compile of a config that differs from `req` only in patchable defines
+  /// (CompileRequest::patchable): its cubin with `req`'s values written in, stored in the cache under `req`'s
+  /// hash; cache_hit = true, compile_ms and log are the sibling's, patched_from its hash. A sibling that failed
+  /// to compile (not transiently) gives the same failure under `req`'s hash: the code is the same. nullopt when
+  /// it cannot be patched (a transient failure, no such symbols, no cache): compile `req` instead.
+  std::optional<CompiledVariant> from_sibling(const CompiledVariant& sibling, const CompileRequest& req) const;
+
   /// Retries of a compile that failed because a file could not be read, and the wait before each.
   static constexpr int kTransientRetries = 3;
   static constexpr std::chrono::seconds kTransientWait{2};
@@ -126,6 +146,22 @@ class Compiler {
 
  private:
   CompilerOptions options_;
+  /// Families being compiled now (family hash -> the compile's result): a second member waits and is patched
+  /// from it instead of running NVRTC too. Shared by copies of this compiler.
+  struct InFlightFamilies;
+  std::shared_ptr<InFlightFamilies> in_flight_;
+
+  /// The cache entry `hash` (a complete one), or nullopt.
+  std::optional<CompiledVariant> lookup(const std::string& hash) const;
+  /// Writes `v` (ok, or a deterministic compile error) as cache entry `hash`; sets v.cubin_path. False and a
+  /// note in v.log when the write failed.
+  bool store(CompiledVariant& v, const std::string& hash, const CompileRequest& req) const;
+  /// NVRTC run for `req` (content hash `hash`), stored in the cache when on.
+  CompiledVariant compile_fresh(const CompileRequest& req, const std::string& hash) const;
+  /// The patchable defines `req` sets, with their values (empty: nothing to share).
+  static Config patchable_values(const CompileRequest& req);
+  /// Cache key of the configs that differ from `req` only in patchable defines.
+  std::string family_hash(const CompileRequest& req) const;
 };
 
 /// N threads compiling ahead while the GPU is busy. Destruction drops requests not yet started (their

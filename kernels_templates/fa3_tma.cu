@@ -17,6 +17,9 @@
 //   SCHEDULE       0 one CTA per work tile, 1 persistent static, 2 persistent dynamic (tile_scheduler.cuh)
 //   ORDER          work order: 0 longest first, 1 shortest first, 2 head-major (tile_scheduler.cuh)
 //   KV_ORDER       0 CSR order (diagonal block last), 1 reversed (diagonal block, the masked one, first)
+//   CMEM_PARAMS    1 ORDER and KV_ORDER read at run time from __constant__ attn_param_ORDER / _KV_ORDER (their
+//                  macros initialize them), so their configs share one compile ("patchable", docs/gpu.md);
+//                  0 (the macro's default: configs recorded before it) compiles them in
 //   OVERLAP        1 softmax of tile i overlaps P V of tile i-1 (FA3 intra-warpgroup); 2 also across work tiles
 //   PINGPONG       1 the two consumer warpgroups take turns issuing GEMMs (FA3 inter-warpgroup)
 //   EPILOGUE       0 direct stores, 1 via shared memory, 2 via shared memory + TMA store
@@ -88,6 +91,13 @@
 #ifndef V_CONVERT
 #define V_CONVERT 0  // likewise
 #endif
+#ifndef CMEM_PARAMS
+#define CMEM_PARAMS 0  // configs recorded before it compile as they did then: ORDER and KV_ORDER compile-time
+#endif
+#if CMEM_PARAMS
+extern "C" __constant__ int attn_param_ORDER = ORDER;
+extern "C" __constant__ int attn_param_KV_ORDER = KV_ORDER;
+#endif
 #ifndef L2_PREFETCH
 #define L2_PREFETCH 0  // measurement switch: Fa3Traits::kL2Prefetch (blocks/producer.cuh)
 #endif
@@ -102,8 +112,8 @@
 #endif
 
 namespace {
-using Traits = hopper::Fa3Traits<CONSUMERS, BLOCK_N, STAGES, PRODUCER_REGS, CTAS_PER_SM, EPILOGUE, SCHEDULE, ORDER,
-                                 KV_ORDER, OVERLAP, PINGPONG, CONVERTERS, Q_BUFFERS, ABLATE, KV_SPLIT, V_STAGES,
+using Traits = hopper::Fa3Traits<CONSUMERS, BLOCK_N, STAGES, PRODUCER_REGS, CTAS_PER_SM, EPILOGUE, SCHEDULE,
+                                 CMEM_PARAMS ? -1 : ORDER, CMEM_PARAMS ? -1 : KV_ORDER, OVERLAP, PINGPONG, CONVERTERS, Q_BUFFERS, ABLATE, KV_SPLIT, V_STAGES,
                                  SOFTMAX, V_CONVERT, L2_PREFETCH>;
 }  // namespace
 

@@ -145,7 +145,7 @@ TemplateSpace TemplateSpace::load(const std::string& json_path) {
     const std::string where = fmt::format("parameter {}", pname);
     if (!is_identifier(pname)) throw L.fail(fmt::format("{}: the name is not a C identifier", where));
     if (!pj.is_object()) throw L.fail(fmt::format("{}: must be an object with \"values\"", where));
-    L.only_keys(pj, {"values", "doc"}, where);
+    L.only_keys(pj, {"values", "doc", "patchable"}, where);
     if (!pj.contains("values") || !pj["values"].is_array() || pj["values"].empty())
       throw L.fail(fmt::format("{}: \"values\" must be a non-empty array of integers", where));
     Parameter p{pname, {}, L.get_string(pj, "doc", false, where)};
@@ -154,6 +154,10 @@ TemplateSpace TemplateSpace::load(const std::string& json_path) {
       if (std::find(p.values.begin(), p.values.end(), x) != p.values.end())
         throw L.fail(fmt::format("{}: value {} is listed twice", where, x));
       p.values.push_back(x);
+    }
+    if (pj.contains("patchable")) {
+      if (!pj["patchable"].is_boolean()) throw L.fail(fmt::format("{}: \"patchable\" must be true or false", where));
+      p.patchable = pj["patchable"].get<bool>();
     }
     s.parameters_.push_back(std::move(p));
   }
@@ -364,6 +368,13 @@ std::string default_templates_dir() {
 #else
   return "kernels_templates";
 #endif
+}
+
+std::vector<std::string> TemplateSpace::patchable_names() const {
+  std::vector<std::string> out;
+  for (const auto& p : parameters_)
+    if (p.patchable) out.push_back(p.name);
+  return out;
 }
 
 }  // namespace attn

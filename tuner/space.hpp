@@ -38,6 +38,10 @@ struct Parameter {
   std::string name;
   std::vector<std::int64_t> values;  ///< in the order the JSON gives; neighbours are adjacent values
   std::string doc;
+  /// The template reads it from `__constant__ int attn_param_<NAME>` (initialized from the macro): configs that
+  /// differ only in patchable parameters share one NVRTC compile (CompileRequest::patchable, gpu/cubin_patch.hpp)
+  /// and the tuning loop queues them together (docs/daemon.md).
+  bool patchable = false;
 };
 
 struct Constraint {
@@ -47,7 +51,7 @@ struct Constraint {
 
 /// A template and its space, loaded from kernels_templates/<name>.json:
 /// {"name", "source" (file beside the json), "kernel" (entry symbol), "description",
-///  "parameters": {NAME: {"values": [...], "doc": "..."}}, "constraints": [{"expr", "why"}],
+///  "parameters": {NAME: {"values": [...], "doc": "...", "patchable": bool}}, "constraints": [{"expr", "why"}],
 ///  "default": {NAME: value}}.
 /// Required: name (equal to the file's stem), source (must exist), kernel, parameters (non-empty, each
 /// with a non-empty list of distinct integers), default. Optional: description, doc, constraints, why
@@ -77,6 +81,8 @@ class TemplateSpace {
   const std::vector<Parameter>& parameters() const { return parameters_; }
   const std::vector<Constraint>& constraints() const { return constraints_; }
   const Config& default_config() const { return default_; }
+  /// Names of the patchable parameters (Parameter::patchable), in parameters() order.
+  std::vector<std::string> patchable_names() const;
 
   /// Empty when `c` is valid, else why not: an unknown or missing parameter, a value not in the list,
   /// the `why` of the first constraint it breaks, or "outside shard i/N" (restrict_to_shard).

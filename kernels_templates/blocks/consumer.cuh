@@ -143,7 +143,7 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
       }
       break;
     }
-    const WorkTile wt = decode_work<T::kOrder>(m0.x, q_tiles, batch_heads, a.num_heads);
+    const WorkTile wt = decode_work<ConsumerOrder<T>>(m0.x, q_tiles, batch_heads, a.num_heads);
     const int bh = wt.b * a.num_heads + wt.h;
     const int q_pos0 = wt.q_tile * T::kBlockM;
     const int q_block = q_pos0 / T::kBlock;

@@ -22,11 +22,21 @@ template <class T>
 struct KvWalk {
   const int* cols;  // this head's col_idx row
   int begin, n, col_width, q_block, valid_blocks, seq_len, last_row;  // last_row: in the q_block, 0..127
+  bool reversed_rt;  // KV_ORDER 1 when it is read at run time (T::kKvOrder -1); unused otherwise
 
   /// Packed info (kv | sub << 16) of tile t, or -1 when it contributes nothing.
   __device__ __forceinline__ int info(int t) const {
+    if constexpr (T::kKvOrder < 0) {  // KV_ORDER at run time (CMEM_PARAMS 1): reversed_rt
+      // Reversed, tile t is tile n - 1 - t in CSR order (n is a multiple of kSubTiles): one select per tile.
+      const int u = reversed_rt ? n - 1 - t : t;
+      return at(u / T::kSubTiles, u % T::kSubTiles);
+    }
     const int e = T::kKvOrder ? n / T::kSubTiles - 1 - t / T::kSubTiles : t / T::kSubTiles;
     const int sub = T::kKvOrder ? T::kSubTiles - 1 - t % T::kSubTiles : t % T::kSubTiles;
+    return at(e, sub);
+  }
+  /// Packed info of CSR entry e's sub-tile sub, or -1 when it contributes nothing.
+  __device__ __forceinline__ int at(int e, int sub) const {
     const int kv = __ldg(cols + min(begin + e, col_width - 1));  // reference.py clamps the gather index
     if (kv < 0 || kv > q_block || kv >= valid_blocks) return -1;
     if (kv * T::kBlock + sub * T::kBlockN >= seq_len) return -1;
@@ -46,6 +56,15 @@ template <class T>
 __device__ __forceinline__ void produce(const Pipeline<T>& pl, const AttnTmaps& maps, const KernelArgs& a) {
   const int q_tiles = a.t_max / T::kBlockM, batch_heads = a.batch_size * a.num_heads;
   const TileScheduler<T::kSchedule> sched{q_tiles * batch_heads};
+#ifdef ATTN_CMEM_PARAMS
+  // ORDER and KV_ORDER at run time (tile_scheduler.cuh), read first: the first read of their constant bank misses
+  // in every CTA, and here it overlaps the prefetches and the schedule's first step.
+  const int order_rt = attn_param_ORDER;
+  const bool kv_reversed_rt = attn_param_KV_ORDER != 0;
+#else
+  constexpr int order_rt = 0;
+  constexpr bool kv_reversed_rt = false;
+#endif
   tma_prefetch(&maps.q);
   tma_prefetch(&maps.k);
   tma_prefetch(&maps.v);
@@ -71,12 +90,17 @@ __device__ __forceinline__ void produce(const Pipeline<T>& pl, const AttnTmaps& 
     return vs;
   };
   for (int w = sched.first(); w < sched.n_tiles; w = sched.next(w)) {
-    const WorkTile wt = decode_work<T::kOrder>(w, q_tiles, batch_heads, a.num_heads);
+    WorkTile wt;
+    if constexpr (T::kOrder < 0) wt = decode_work_rt(order_rt, w, q_tiles, batch_heads, a.num_heads);
+    else wt = decode_work<T::kOrder>(w, q_tiles, batch_heads, a.num_heads);
+    // What the consumers decode (ConsumerOrder<T>): the schedule's number, or with a run-time ORDER its ORDER 2 one.
+    const int wm = T::kOrder < 0 ? head_major_number(wt, q_tiles, a.num_heads) : w;
     const int bh = wt.b * a.num_heads + wt.h;
     const int q_blocks = a.t_max / T::kBlock;
     const int q_block = wt.q_tile * T::kBlockM / T::kBlock;
     const int row0 = wt.q_tile * T::kBlockM % T::kBlock;  // first row of the tile in its q_block
     KvWalk<T> walk;
+    if constexpr (T::kKvOrder < 0) walk.reversed_rt = kv_reversed_rt;
     walk.seq_len = __ldg(a.seq_lens + wt.b);
     walk.valid_blocks = (walk.seq_len + T::kBlock - 1) / T::kBlock;
     walk.q_block = q_block;
@@ -90,8 +114,8 @@ __device__ __forceinline__ void produce(const Pipeline<T>& pl, const AttnTmaps& 
     int info = -1;
     int t = walk.next(0, info);
     if (t >= walk.n) {  // nothing to attend to: one data-less use tells the consumers to write zeros
-      const int s = claim(w, kInfoEmpty | kInfoLast);
-      const int vs = claim_v(w, kInfoEmpty | kInfoLast);
+      const int s = claim(wm, kInfoEmpty | kInfoLast);
+      const int vs = claim_v(wm, kInfoEmpty | kInfoLast);
       mbar_arrive(pl.k_full(s));
       mbar_arrive(pl.v_full(vs));
       continue;
@@ -124,12 +148,12 @@ __device__ __forceinline__ void produce(const Pipeline<T>& pl, const AttnTmaps& 
     for (bool first = true; t < walk.n; first = false) {
       int info_next = -1;
       const int t_next = walk.next(t + 1, info_next);
-      const int s = claim(w, info | (t_next >= walk.n ? kInfoLast : 0));
+      const int s = claim(wm, info | (t_next >= walk.n ? kInfoLast : 0));
       const int kv_row = (T::kSameKv ? 0 : bh * a.t_max + info_kv(info) * T::kBlock) + info_sub(info) * T::kBlockN;
       mbar_arrive_expect_tx(pl.k_full(s), T::kKvBytes);
       tma_load_2d(pl.k(s), &maps.k, pl.k_full(s), 0, kv_row);
       tma_load_2d(pl.k(s) + T::kKvHalf, &maps.k, pl.k_full(s), 64, kv_row);
-      const int vs = claim_v(w, info);  // the converters read only the exit and empty flags
+      const int vs = claim_v(wm, info);  // the converters read only the exit and empty flags
       mbar_arrive_expect_tx(pl.v_full(vs), T::kKvBytes);
       tma_load_2d(pl.v(vs), &maps.v, pl.v_full(vs), 0, kv_row);
       tma_load_2d(pl.v(vs) + T::kKvHalf, &maps.v, pl.v_full(vs), 64, kv_row);

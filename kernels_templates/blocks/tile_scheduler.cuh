@@ -23,9 +23,22 @@ struct WorkTile {
   int b, h, q_tile;
 };
 
+/// ORDER and KV_ORDER of a CMEM_PARAMS 1 build (fa3_tma.cu defines them, initialized from the macros): read at
+/// run time, so the configs that differ only in them share one compile, their cubins differing only in these
+/// two initial values (gpu/cubin_patch.hpp writes them; docs/gpu.md).
+/// Declared only in such builds: a declaration alone is a definition in whole-program compilation, and any other
+/// config's cubin stays byte-identical to the one compiled before CMEM_PARAMS existed.
+#if defined(CMEM_PARAMS) && CMEM_PARAMS
+#define ATTN_CMEM_PARAMS 1
+extern "C" __constant__ int attn_param_ORDER;
+extern "C" __constant__ int attn_param_KV_ORDER;
+#endif
+
 /// Work tile number `w` of the order ORDER; q_tiles = t_max / BLOCK_M, batch_heads = batch * heads.
 template <int Order>
 __device__ __forceinline__ WorkTile decode_work(int w, int q_tiles, int batch_heads, int heads) {
+  static_assert(Order >= 0 && Order <= 2, "ORDER is read at run time here (CMEM_PARAMS 1): the producer decodes the "
+                "schedule's number with decode_work_rt and hands the consumers head_major_number (producer.cuh)");
   int bh, q_tile;
   if constexpr (Order == 2) {
     bh = w / q_tiles;
@@ -36,6 +49,27 @@ __device__ __forceinline__ WorkTile decode_work(int w, int q_tiles, int batch_he
   }
   return WorkTile{bh / heads, bh % heads, q_tile};
 }
+
+/// decode_work with the order `order` (0, 1 or 2) known at run time: the three orders as selects around one
+/// division, no branch.
+__device__ __forceinline__ WorkTile decode_work_rt(int order, int w, int q_tiles, int batch_heads, int heads) {
+  const bool head_major = order == 2;
+  const int div = head_major ? q_tiles : batch_heads;
+  const int hi = w / div, lo = w - hi * div;
+  const int bh = head_major ? hi : lo, t = head_major ? lo : hi;
+  return WorkTile{bh / heads, bh % heads, order == 1 ? t : q_tiles - 1 - t};
+}
+
+/// The number of `wt` in ORDER 2, the inverse of decode_work<2>. With a run-time ORDER the producer alone decodes
+/// the schedule's numbers and hands the consumers this one, so their decode is the compiled-in decode_work<2>
+/// (a run-time decode in the consumers cost 2 % on full, H200 2026-11-26: docs/results.md "Patched siblings").
+__device__ __forceinline__ int head_major_number(const WorkTile& wt, int q_tiles, int heads) {
+  return (wt.b * heads + wt.h) * q_tiles + (q_tiles - 1 - wt.q_tile);
+}
+
+/// The order of the work numbers the consumers receive: ORDER, or 2 with a run-time ORDER (head_major_number).
+template <class T>
+inline constexpr int ConsumerOrder = T::kOrder < 0 ? 2 : T::kOrder;
 
 /// Counters of SCHEDULE 2: {next work tile, CTAs done}. Zero at module load; reset by the last CTA (the
 /// host can also zero them through cuModuleGetGlobal after an aborted launch).

@@ -27,8 +27,8 @@ struct Fa3Traits {
   static constexpr int kCtasPerSm = CtasPerSm;
   static constexpr int kEpilogue = Epilogue;      // 0 registers -> global, 1 via smem, 2 via smem + TMA store
   static constexpr int kSchedule = Schedule;      // 0 one CTA per tile, 1 persistent static, 2 persistent dynamic
-  static constexpr int kOrder = Order;            // work order (tile_scheduler.cuh)
-  static constexpr int kKvOrder = KvOrder;        // 0 CSR order (diagonal last), 1 reversed (diagonal first)
+  static constexpr int kOrder = Order;            // work order (tile_scheduler.cuh); -1: attn_param_ORDER
+  static constexpr int kKvOrder = KvOrder;        // 0 CSR order (diagonal last), 1 reversed (diagonal first); -1: attn_param_KV_ORDER
   static constexpr bool kOverlap = Overlap != 0;  // softmax of tile i overlaps P V of tile i-1
   static constexpr bool kCarry = Overlap == 2;    // ... across work tiles: the last P V goes with the next Q K^T
   static constexpr bool kPingpong = Pingpong != 0 && Consumers == 2;  // consumer warpgroups alternate GEMMs

@@ -298,6 +298,13 @@ TEST(TemplateSpace, StructureErrorsNameFileAndField) {
   expect_load_error(write_space(dir, "typo", R"({"name": "typo", "source": "typo.cu", "kernel": "k",
       "parameters": {"BLOCK_M": {"values": [64]}}, "constraint": [], "default": {"BLOCK_M": 64}})"),
                     {"unknown key \"constraint\""});
+  expect_load_error(write_space(dir, "patchable", space_json("patchable", R"("BLOCK_M": {"values": [64], "patchable": 1})",
+                                                            "", R"({"BLOCK_M": 64})")),
+                    {"parameter BLOCK_M", "\"patchable\" must be true or false"});
+  const auto flagged = TemplateSpace::load(write_space(
+      dir, "flagged", space_json("flagged", R"("BLOCK_M": {"values": [64]}, "ORDER": {"values": [0, 2], "patchable": true})",
+                                 "", R"({"BLOCK_M": 64, "ORDER": 0})")));
+  EXPECT_EQ(flagged.patchable_names(), std::vector<std::string>{"ORDER"});
   expect_load_error(write_space(dir, "stem", space_json("other_name", params, "", R"({"BLOCK_M": 64})")),
                     {"\"other_name\"", "stem.json"});
   std::ofstream(dir + "/nosource.json") << R"({"name": "nosource", "source": "gone.cu", "kernel": "k",
