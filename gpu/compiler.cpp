@@ -19,6 +19,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 #include <fmt/format.h>
@@ -405,17 +406,34 @@ CompiledVariant Compiler::compile(const CompileRequest& req) const {
       return compile_fresh(req, hash);  // not patchable after all: its own compile
     }
   }
+  // The members waiting for this compile get its result (publish), or its exception should it throw; either
+  // way the family leaves the in-flight map.
+  struct Release {
+    const std::string& family;
+    InFlightFamilies& in_flight;
+    std::promise<CompiledVariant>& mine;
+    bool published = false;
+    void publish(const CompiledVariant& v) {
+      if (family.empty()) return;
+      mine.set_value(v);
+      published = true;
+      std::lock_guard lock(in_flight.mu);
+      in_flight.compiling.erase(family);
+    }
+    ~Release() {
+      if (family.empty() || published) return;
+      mine.set_exception(std::make_exception_ptr(std::runtime_error("the family's compile threw")));
+      std::lock_guard lock(in_flight.mu);
+      in_flight.compiling.erase(family);
+    }
+  } release{family, *in_flight_, mine};
   CompiledVariant v = compile_fresh(req, hash);
   // The family's entry: a copy of this member, kept only when its cubin takes the patch.
   if (takes_patch(v)) {
     CompiledVariant member = v;
     store(member, family, req);
   }
-  if (!family.empty()) {
-    mine.set_value(v);
-    std::lock_guard lock(in_flight_->mu);
-    in_flight_->compiling.erase(family);
-  }
+  release.publish(v);
   return v;
 }
 
