@@ -128,7 +128,6 @@ class Loop {
   GpuSlot* challenge_slot_ = nullptr;  // the GPU of the challenge in progress (re-timing, held-out check)
   MultiSearch search_;
   std::map<std::string, std::string> kernels_, sources_;
-  std::map<std::string, std::vector<std::string>> patchable_;  // template -> its patchable parameters
   ChampionBook champions_;
   std::deque<InFlight> inflight_;
   RunSummary summary_;

@@ -165,9 +165,7 @@ std::string Loop::rebuild_champion(const Contender& c) {
 }
 
 CompileRequest Loop::compile_request(const std::string& tname, const Config& cfg) const {
-  CompileRequest req{sources_.at(tname), kernels_.at(tname), cfg, {}};
-  if (const auto p = patchable_.find(tname); p != patchable_.end()) req.patchable = p->second;
-  return req;
+  return {sources_.at(tname), kernels_.at(tname), cfg, {}, search_.state(tname).space().patchable_names()};
 }
 
 void Loop::evaluate(InFlight& job, GpuSlot& slot) {

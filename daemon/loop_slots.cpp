@@ -150,38 +150,20 @@ void Loop::refill() {
 void Loop::queue_siblings(const TemplateProposal& p, const CompiledVariant& cv) {
   if (!cv.ok || !cv.patchable || idea_templates_.count(p.template_name)) return;
   SearchState& st = search_.state(p.template_name);
-  // Every combination of the patchable parameters' values (an odometer over them), the others as in p.
-  std::vector<const Parameter*> axes;
-  for (const auto& param : st.space().parameters())
-    if (param.patchable && p.proposal.config.count(param.name)) axes.push_back(&param);
   std::vector<InFlight> ready;
-  std::vector<std::size_t> at(axes.size(), 0);
-  for (bool more = !axes.empty(); more;) {
-    Config c = p.proposal.config;
+  for (const Config& c : st.space().patch_siblings(p.proposal.config)) {
+    if (st.seen(c)) continue;
+    auto v = compiler_.from_sibling(cv, compile_request(p.template_name, c));  // microseconds and 3 files
+    if (!v) continue;
+    st.mark_pending(c);
     std::string changes;
-    for (std::size_t i = 0; i < axes.size(); ++i) {
-      const std::int64_t v = axes[i]->values[at[i]];
-      if (c[axes[i]->name] != v) changes += fmt::format("{}{}={}", changes.empty() ? "" : ",", axes[i]->name, v);
-      c[axes[i]->name] = v;
-    }
-    if (!changes.empty() && !st.seen(c) && !st.space().check(c)) {
-      if (auto v = compiler_.from_sibling(cv, compile_request(p.template_name, c))) {  // microseconds and 3 files
-        st.mark_pending(c);
-        std::promise<CompiledVariant> done;
-        done.set_value(std::move(*v));
-        ready.push_back({TemplateProposal{p.template_name, {c, fmt::format("{} (sibling {}: one compile, patched)",
-                                                                           p.proposal.move, changes)}},
-                         done.get_future().share(), true});
-      }
-    }
-    more = false;
-    for (std::size_t i = axes.size(); i-- > 0;) {
-      if (++at[i] < axes[i]->values.size()) {
-        more = true;
-        break;
-      }
-      at[i] = 0;
-    }
+    for (const auto& [name, value] : c)
+      if (p.proposal.config.at(name) != value) changes += fmt::format("{}{}={}", changes.empty() ? "" : ",", name, value);
+    std::promise<CompiledVariant> done;
+    done.set_value(std::move(*v));
+    ready.push_back({TemplateProposal{p.template_name, {c, fmt::format("{} (sibling {}: one compile, patched)",
+                                                                       p.proposal.move, changes)}},
+                     done.get_future().share(), true});
   }
   inflight_.insert(inflight_.begin(), std::make_move_iterator(ready.begin()), std::make_move_iterator(ready.end()));
 }

@@ -364,11 +364,9 @@ CompiledVariant Compiler::compile(const CompileRequest& req) const {
   if (const std::string o = process_state_option(req.extra_options); !o.empty() && !options_.allow_process_state)
     return failed("NVRTC option '" + o + "' refused: NVRTC 13.0 keeps --Ofast-compile for every later compile of "
                   "the process (other cubins for other configs)");
-  if (!read_text(req.source_path)) return failed("cannot read template source '" + req.source_path + "'", {}, true);
-
   std::string hash, family;
   try {
-    hash = content_hash(req);
+    hash = content_hash(req);  // throws "cannot read template source ..." when it cannot: a transient failure
     if (options_.use_cache && !patchable_values(req).empty()) family = family_hash(req);
   } catch (const std::exception& e) {
     return failed(e.what(), {}, true);

@@ -377,4 +377,26 @@ std::vector<std::string> TemplateSpace::patchable_names() const {
   return out;
 }
 
+std::vector<Config> TemplateSpace::patch_siblings(const Config& c) const {
+  std::vector<const Parameter*> axes;
+  for (const auto& p : parameters_)
+    if (p.patchable && c.count(p.name)) axes.push_back(&p);
+  std::vector<Config> out;
+  std::vector<std::size_t> at(axes.size(), 0);
+  for (bool more = !axes.empty(); more;) {
+    Config s = c;
+    for (std::size_t i = 0; i < axes.size(); ++i) s[axes[i]->name] = axes[i]->values[at[i]];
+    if (s != c && !check(s)) out.push_back(std::move(s));
+    more = false;
+    for (std::size_t i = axes.size(); i-- > 0;) {
+      if (++at[i] < axes[i]->values.size()) {
+        more = true;
+        break;
+      }
+      at[i] = 0;
+    }
+  }
+  return out;
+}
+
 }  // namespace attn

@@ -40,7 +40,7 @@ struct Parameter {
   std::string doc;
   /// The template reads it from `__constant__ int attn_param_<NAME>` (initialized from the macro): configs that
   /// differ only in patchable parameters share one NVRTC compile (CompileRequest::patchable, gpu/cubin_patch.hpp)
-  /// and the tuning loop queues them together (docs/daemon.md).
+  /// and the tuning loop queues them together (patch_siblings, docs/tuner.md).
   bool patchable = false;
 };
 
@@ -83,6 +83,10 @@ class TemplateSpace {
   const Config& default_config() const { return default_; }
   /// Names of the patchable parameters (Parameter::patchable), in parameters() order.
   std::vector<std::string> patchable_names() const;
+  /// The valid configs that differ from `c` only in patchable parameters `c` sets, `c` itself left out: every
+  /// combination of their values (an odometer in parameters() order, each walking its list), the rest as in `c`.
+  /// Empty when the space has no patchable parameter. The tuning loop's patched siblings (docs/tuner.md).
+  std::vector<Config> patch_siblings(const Config& c) const;
 
   /// Empty when `c` is valid, else why not: an unknown or missing parameter, a value not in the list,
   /// the `why` of the first constraint it breaks, or "outside shard i/N" (restrict_to_shard).

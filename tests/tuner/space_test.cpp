@@ -313,6 +313,25 @@ TEST(TemplateSpace, StructureErrorsNameFileAndField) {
   EXPECT_THROW(TemplateSpace::load_named(dir, "absent"), std::invalid_argument);
 }
 
+TEST(TemplateSpace, PatchSiblingsAreTheValidCombinationsOfThePatchableValues) {
+  const auto dir = test::temp_dir("tuner-siblings");
+  const auto s = TemplateSpace::load(write_space(
+      dir, "sib",
+      space_json("sib", R"("A": {"values": [1, 2], "patchable": true}, "C": {"values": [5, 6]},
+                           "B": {"values": [0, 1, 2], "patchable": true})",
+                 R"J({"expr": "!(A == 2 && B == 2)", "why": "no A 2 with B 2"})J", R"({"A": 1, "B": 0, "C": 5})")));
+  // Odometer over A then B (parameters() order), the config itself and A 2 / B 2 (invalid) left out, C kept.
+  EXPECT_EQ(s.patch_siblings(config_from_compact("A=1,B=0,C=5")),
+            (std::vector<Config>{config_from_compact("A=1,B=1,C=5"), config_from_compact("A=1,B=2,C=5"),
+                                 config_from_compact("A=2,B=0,C=5"), config_from_compact("A=2,B=1,C=5")}));
+  EXPECT_EQ(s.patch_siblings(config_from_compact("A=2,B=1,C=6")).size(), 4u);
+  // A config without B varies A alone, and A 2 without B is no config of this space: no sibling.
+  EXPECT_EQ(s.patch_siblings(config_from_compact("A=1,C=5")), std::vector<Config>{});
+  const auto plain = TemplateSpace::load(
+      write_space(dir, "plain", space_json("plain", R"("A": {"values": [1, 2]})", "", R"({"A": 1})")));
+  EXPECT_TRUE(plain.patch_siblings(config_from_compact("A=1")).empty());
+}
+
 TEST(TemplateSpace, CopiesShareConstraintsAndCheckIsThreadSafe) {
   const auto s = tile_space(test::temp_dir("tuner-space"));
   const auto all = s.enumerate();
