@@ -35,5 +35,8 @@ if [[ ! -f /usr/local/cuda/include/nvrtc.h ]]; then
   echo "setup: the CUDA 13 toolkit (NVRTC, driver API headers) must be installed at /usr/local/cuda" >&2
   exit 1
 fi
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+# ccache, where installed, makes a rebuild of unchanged sources (another worktree, a clean build folder) cheap.
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" >/dev/null
 cmake --build "$build" -j"$(nproc)"
