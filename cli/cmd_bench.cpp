@@ -28,7 +28,7 @@ struct BenchOptions {
   std::int64_t root_seed = 0;
   bool json = false;
   bool validate = true;  ///< false: time only (ablation builds whose outputs are knowingly wrong)
-  bool check_floor = true, check_fresh = true;  ///< the verification (docs/verification.md), with validate
+  bool check_floor = true, check_fresh = true, check_samples = true;  ///< the verification (docs/verification.md)
   int device = 0;
   double tflops = 989, tbps = 3.35;  // H100 SXM datasheet (roofline.hpp Ceilings)
   double eval_deadline_s = 600, prepare_deadline_s = 900;
@@ -73,7 +73,9 @@ void run_bench(const BenchOptions& o) {
   const PrepareResponse prep =
       client.prepare(suite, std::chrono::milliseconds(std::int64_t(o.prepare_deadline_s * 1000)));
   if (!prep.status.ok()) throw std::runtime_error(fmt::format("bench: prepare: {} ({})", prep.status.name(), prep.status.message));
-  EvalRequest req{v.cubin_path, space.kernel(), o.timing, o.validate, true, {}, o.check_floor, o.check_fresh};
+  // --no-validate times builds that drop work on purpose: their timed samples are not checked either.
+  EvalRequest req{v.cubin_path, space.kernel(), o.timing, o.validate, true, {}, o.check_floor, o.check_fresh,
+                  o.validate && o.check_samples};
   const EvalResponse r = client.eval(req, std::chrono::milliseconds(std::int64_t(o.eval_deadline_s * 1000)));
 
   const Ceilings ceil{o.tflops * 1e12, o.tbps * 1e12};
@@ -108,6 +110,7 @@ void run_bench(const BenchOptions& o) {
                 {"message", r.status.message},
                 {"cases", cases},
                 {"score_ms", std::isfinite(r.score_ms) ? json(r.score_ms) : json(nullptr)},
+                {"wall_ms", r.wall_ms},
                 {"floor_score_ms", floor_score.geomean * 1e3}};
     fmt::print("{}\n", out.dump(2));
   } else {
@@ -170,8 +173,11 @@ void add_bench_command(CLI::App& app) {
                 "do not fail a case timed below 0.9 x its roofline floor at the GPU's ceilings (below_floor; "
                 "docs/verification.md)");
   cmd->add_flag("--no-fresh-check{false}", o->check_fresh,
-                "do not launch once more on each case's hidden check inputs in the same buffers (inconsistent; "
-                "docs/verification.md)");
+                "do not launch again on each case's inputs with o and lse poisoned, nor on its hidden check inputs "
+                "in the same buffers (inconsistent; docs/verification.md)");
+  cmd->add_flag("--no-sample-check{false}", o->check_samples,
+                "time every sample on the tuning inputs, unchecked, instead of on fresh inputs with o and lse "
+                "poisoned and validated after it (inconsistent; docs/verification.md)");
   cmd->add_option("--templates", o->templates_dir, "templates folder");
   cmd->add_option("--cache", o->cache_dir, "compile cache folder");
   cmd->add_option("--device", o->device, "CUDA device ordinal")->check(CLI::NonNegativeNumber);

@@ -56,6 +56,14 @@ void DeviceCase::mask_inputs(std::uint64_t seed, CUstream stream) const {
   masker->mask_async(v.ptr(), seed, unsigned(Tensor::v), n, stream);
 }
 
+void DeviceCase::flip_inputs(ColumnFlip qk, ColumnFlip v_flip, CUstream stream) const {
+  if (!masker) throw std::logic_error("DeviceCase::flip_inputs: case " + spec.case_id + " has no input masker");
+  const std::size_t n = qkv_elems();
+  masker->flip_async(q.ptr(), qk, n, stream);
+  masker->flip_async(k.ptr(), qk, n, stream);
+  masker->flip_async(v.ptr(), v_flip, n, stream);
+}
+
 std::size_t DeviceCase::qkv_elems() const {
   return std::size_t(spec.batch_size) * spec.num_heads * spec.t_max * kHeadDim;
 }
@@ -101,6 +109,7 @@ void CaseBuilder::load_fill() {
     fill_module_ = compile_helper(compiler_, options_.fill_source, "fill_normal_bf16");
     fill_fn_ = fill_module_->function("fill_normal_bf16");
     mask_fn_ = fill_module_->function("mask_check_bf16");
+    flip_fn_ = fill_module_->function("flip_columns_bf16");
   }
 }
 
@@ -134,6 +143,18 @@ void CaseBuilder::mask_async(CUdeviceptr x, std::uint64_t seed, unsigned tensor,
   if (n % 8 != 0) throw std::invalid_argument("mask_check_bf16 needs a multiple of 8 elements");
   if (n == 0) return;
   launch_elementwise(mask_fn_, "cuLaunchKernel(mask_check_bf16)", x, seed, tensor, n, 8, stream);
+}
+
+void CaseBuilder::flip_async(CUdeviceptr x, ColumnFlip flip, std::uint64_t n, CUstream stream) {
+  load_fill();
+  if (n % 128 != 0) throw std::invalid_argument("flip_columns_bf16 needs rows of 128 elements");
+  if (n == 0 || flip == ColumnFlip{}) return;
+  const std::uint64_t blocks_needed = (n / 8 + 255) / 256;
+  const unsigned grid = unsigned(std::min<std::uint64_t>(blocks_needed, std::uint64_t(ctx_.info().sm_count) * 16));
+  unsigned long long n_arg = n, lo = flip.lo, hi = flip.hi;
+  void* params[] = {&x, &n_arg, &lo, &hi};
+  check(cu::api().cuLaunchKernel(flip_fn_, grid, 1, 1, 256, 1, 1, 0, stream, params, nullptr),
+        "cuLaunchKernel(flip_columns_bf16)");
 }
 
 void CaseBuilder::run_reference(DeviceCase& c) {

@@ -22,6 +22,17 @@
 
 namespace attn {
 
+/// A 128-bit mask over the head_dim columns (bit c of lo for c < 64, of hi for c >= 64): the columns whose
+/// signs a timed sample's fresh inputs flip (kernels_templates/fill_normal.cu's flip_columns_bf16,
+/// gpu/sample_checks.hpp). XOR composes: applying a ^ b to inputs flipped by a leaves them flipped by b.
+struct ColumnFlip {
+  std::uint64_t lo = 0, hi = 0;
+  ColumnFlip operator^(const ColumnFlip& o) const { return {lo ^ o.lo, hi ^ o.hi}; }
+  bool operator==(const ColumnFlip&) const = default;
+  /// Whether column c (0..127) is flipped.
+  bool flips(unsigned c) const { return ((c < 64 ? lo : hi) >> (c % 64)) & 1u; }
+};
+
 /// Applies a check mask to a case's inputs in place, enqueued on a stream without waiting (CaseBuilder
 /// implements it with kernels_templates/fill_normal.cu's mask_check_bf16): how an evaluation switches a case's
 /// q/k/v between its tuning inputs and its check set. The mask is an XOR, so applying it twice is the identity.
@@ -30,6 +41,8 @@ class InputMasker {
   virtual ~InputMasker() = default;
   /// Enqueues mask_check_bf16(seed, tensor) over the `n` bf16 values at `x` on `stream`.
   virtual void mask_async(CUdeviceptr x, std::uint64_t seed, unsigned tensor, std::uint64_t n, CUstream stream) = 0;
+  /// Enqueues flip_columns_bf16(flip) over the `n` bf16 values ([rows, 128]) at `x` on `stream`.
+  virtual void flip_async(CUdeviceptr x, ColumnFlip flip, std::uint64_t n, CUstream stream) = 0;
 };
 
 /// Device tensors of one case (ABI.md layouts) and its reference outputs on the host.
@@ -61,6 +74,9 @@ struct DeviceCase {
   /// Enqueues the mask of `seed` over q, k and v on `stream` (needs a masker): with check_seed, the tuning
   /// inputs become the check set, and the check set the tuning inputs again.
   void mask_inputs(std::uint64_t seed, CUstream stream) const;
+  /// Enqueues the column flips `qk` over q and k (the scores do not change) and `v` over v (o's flipped
+  /// columns change sign, lse does not) on `stream` (needs a masker). Flips compose by XOR.
+  void flip_inputs(ColumnFlip qk, ColumnFlip v, CUstream stream) const;
 };
 
 /// The check seed of a case: a mix of the builder's `check_root` and the case (its JSON), never equal to the
@@ -105,6 +121,8 @@ class CaseBuilder : public InputMasker {
   void fill_normal(CUdeviceptr out, std::uint64_t seed, unsigned tensor, std::uint64_t n);
   /// The check mask (InputMasker).
   void mask_async(CUdeviceptr x, std::uint64_t seed, unsigned tensor, std::uint64_t n, CUstream stream) override;
+  /// The fresh samples' column flips (InputMasker).
+  void flip_async(CUdeviceptr x, ColumnFlip flip, std::uint64_t n, CUstream stream) override;
   /// The root of the check seeds (CaseBuilderOptions::check_root, or the one drawn).
   std::uint64_t check_root() const { return check_root_; }
 
@@ -113,7 +131,7 @@ class CaseBuilder : public InputMasker {
   const Compiler& compiler_;
   CaseBuilderOptions options_;
   std::unique_ptr<Module> fill_module_, reference_module_;
-  CUfunction fill_fn_ = nullptr, mask_fn_ = nullptr;
+  CUfunction fill_fn_ = nullptr, mask_fn_ = nullptr, flip_fn_ = nullptr;
   AttnKernel reference_;
   std::map<std::string, std::unique_ptr<DeviceCase>> cases_;
   std::uint64_t check_root_ = 0;

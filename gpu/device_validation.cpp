@@ -38,7 +38,7 @@ ValidationResult DeviceValidator::validate(const DeviceCase& c, CUstream stream,
 }
 
 ValidationResult DeviceValidator::validate_against(const DeviceCase& c, CUdeviceptr ref_o, CUdeviceptr ref_lse,
-                                                   CUstream stream, const Tolerances& tol) const {
+                                                   CUstream stream, const Tolerances& tol, ColumnFlip o_flip) const {
   check(cu::api().cuMemsetD32Async(counters_.ptr(), 0, 2 * kCounters, stream), "cuMemsetD32Async(counters)");
   const unsigned max_grid = unsigned(ctx_.info().sm_count) * 8;
   auto launch = [&](CUfunction fn, CUdeviceptr out, CUdeviceptr ref, std::uint64_t n, double atol, double rtol,
@@ -47,7 +47,8 @@ ValidationResult DeviceValidator::validate_against(const DeviceCase& c, CUdevice
     unsigned long long n_arg = n;
     float atol_arg = float(atol), rtol_arg = float(rtol);  // as the host path: float(tol) (validation.cpp)
     CUdeviceptr counters = counters_.ptr() + CUdeviceptr(slot * kCounters * sizeof(unsigned));
-    void* params[] = {&out, &ref, &n_arg, &atol_arg, &rtol_arg, &counters};
+    unsigned long long flip_lo = o_flip.lo, flip_hi = o_flip.hi;  // read by validate_o_bf16 only
+    void* params[] = {&out, &ref, &n_arg, &atol_arg, &rtol_arg, &counters, &flip_lo, &flip_hi};
     const unsigned grid = unsigned(std::min<std::uint64_t>((n + kThreads - 1) / kThreads, max_grid));
     check(cu::api().cuLaunchKernel(fn, grid, 1, 1, kThreads, 1, 1, 0, stream, params, nullptr), what);
   };

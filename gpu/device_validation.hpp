@@ -30,8 +30,10 @@ class DeviceValidator {
   ValidationResult validate(const DeviceCase& c, CUstream stream, const Tolerances& tol) const;
   /// The same against another reference of c's shape on the device (the case's check set:
   /// c.check_ref_o_dev / c.check_ref_lse_dev).
+  /// `o_flip`: the head_dim columns whose reference o values are negated first (a timed sample's v flips,
+  /// gpu/sample_checks.hpp); none by default.
   ValidationResult validate_against(const DeviceCase& c, CUdeviceptr ref_o, CUdeviceptr ref_lse, CUstream stream,
-                                    const Tolerances& tol) const;
+                                    const Tolerances& tol, ColumnFlip o_flip = {}) const;
 
  private:
   const Context& ctx_;

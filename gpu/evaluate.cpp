@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "gpu/driver_api.hpp"
+#include "gpu/sample_checks.hpp"
 #include "workload/roofline.hpp"
 
 namespace attn {
@@ -35,27 +36,8 @@ std::optional<std::string> below_floor_verdict(const std::string& case_id, doubl
                      case_id, median_ms * 1e3, floor_ms * 1e3, margin, margin * floor_ms * 1e3);
 }
 
-double fresh_too_slow_ms(double median_ms) { return 2 * median_ms + 0.005; }
-
-namespace {
-
-/// Waits for the variant, copies o/lse back and validates them against a host reference.
-ValidationResult validate_on_host(const DeviceCase& c, const Stream& stream, const Tolerances& tol,
-                                  const std::vector<bf16_bits>& ref_o, const std::vector<float>& ref_lse) {
-  stream.synchronize();
-  const auto o = c.o.to_vector<bf16_bits>(c.qkv_elems());
-  const auto lse = c.lse.to_vector<float>(c.lse_elems());
-  return validate_outputs(o, lse, ref_o, ref_lse, tol);
-}
-
-ValidationResult validate_on_host(const DeviceCase& c, const Stream& stream, const Tolerances& tol) {
-  return validate_on_host(c, stream, tol, c.ref_o, c.ref_lse);
-}
-
-}  // namespace
-
 Evaluator::Evaluator(const Context& ctx, const DeviceValidator* validator)
-    : ctx_(ctx), validator_(validator), flusher_(ctx.info()) {}
+    : ctx_(ctx), validator_(validator), flusher_(ctx.info()), sample_rng_(std::random_device{}()) {}
 
 EvalResult Evaluator::evaluate(const std::vector<char>& cubin, const std::string& kernel,
                                const std::vector<const DeviceCase*>& cases, const EvalOptions& options) {
@@ -66,6 +48,9 @@ EvalResult Evaluator::evaluate(const std::vector<char>& cubin, const std::string
     r.message = std::move(message);
     r.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     return std::move(r);
+  };
+  auto wrong = [](const ValidationResult& v) {
+    return fmt::format("o diff {:.3g}, lse diff {:.3g}", v.o_max_abs_diff, v.lse_max_abs_diff);
   };
   for (const DeviceCase* c : cases) {
     CaseResult cr;
@@ -95,18 +80,29 @@ EvalResult Evaluator::evaluate(const std::vector<char>& cubin, const std::string
       for (std::size_t i = 0; i < cases.size(); ++i) {
         const DeviceCase& c = *cases[i];
         stage = "validating case " + c.spec.case_id;
-        // Poison: 0xFFFF is a bf16 NaN, 0xFFFFFFFF an fp32 NaN, so unwritten elements fail validation.
-        check(cu::api().cuMemsetD8Async(c.o.ptr(), 0xFF, c.o.bytes(), stream_.get()), "cuMemsetD8Async");
-        check(cu::api().cuMemsetD8Async(c.lse.ptr(), 0xFF, c.lse.bytes(), stream_.get()), "cuMemsetD8Async");
+        poison_outputs(c, stream_.get());
         launch_attn(k, c.args(), stream_.get());
-        const ValidationResult v = validator_ ? validator_->validate(c, stream_.get(), options.tolerances)
-                                              : validate_on_host(c, stream_, options.tolerances);
+        const ValidationResult v = validate_case(c, validator_, stream_.get(), options.tolerances);
         CaseResult& cr = r.cases[i];
         cr.validated = true;
         cr.passed = v.passed;
         cr.o_max_abs_diff = v.o_max_abs_diff;
         cr.lse_max_abs_diff = v.lse_max_abs_diff;
         all_passed = all_passed && v.passed;
+        // The same inputs again, o/lse poisoned again: a kernel that recognises inputs it has seen (by
+        // pointer or content) and skips work leaves poison or stale values here.
+        if (v.passed && options.check_fresh) {
+          stage = "launching case " + c.spec.case_id + " again";
+          poison_outputs(c, stream_.get());
+          launch_attn(k, c.args(), stream_.get());
+          const ValidationResult again = validate_case(c, validator_, stream_.get(), options.tolerances);
+          if (!again.passed)
+            return finish(FailureKind::inconsistent,
+                          fmt::format("case {}: a second launch on the same inputs, with o and lse poisoned again, "
+                                      "is wrong ({}) where the first was right: the kernel reuses work of an "
+                                      "earlier launch",
+                                      c.spec.case_id, wrong(again)));
+        }
       }
     }
     if (!all_passed) {
@@ -123,19 +119,34 @@ EvalResult Evaluator::evaluate(const std::vector<char>& cubin, const std::string
       SpreadCriterion criterion(options.timing);
       std::vector<Family> fams;
       std::vector<double> lat;
-      const bool verify = options.validate;  // EvalOptions: the checks run on validated evaluations only
+      const bool verify = options.validate;  // EvalOptions: the floor and check-set checks need validation
       for (std::size_t i = 0; i < cases.size(); ++i) {
         const DeviceCase& c = *cases[i];
         stage = "timing case " + c.spec.case_id;
         const PreparedLaunch launch(k, c.args());  // tensor maps encoded here, outside the timed region
+        std::optional<FreshSamples> fresh;
+        SampleHooks hooks;
+        if (options.check_samples && c.masker) {
+          fresh.emplace(c, validator_, options.tolerances, sample_rng_);
+          hooks.before = [&](CUstream s) { fresh->before(s); };
+          hooks.after = [&](int sample) { return fresh->after(stream_.get(), sample); };
+        }
         const TimingResult t = time_cold([&](CUstream s) { launch.enqueue(s); }, stream_, flusher_,
-                                         options.timing, criterion, ctx_.info().pci_bus_id);
+                                         options.timing, criterion, ctx_.info().pci_bus_id, hooks);
+        if (fresh) fresh->restore(stream_.get());  // the tuning inputs again, for what comes next
         CaseResult& cr = r.cases[i];
         cr.timed = true;
         cr.median_ms = t.median_ms;
         cr.spread = t.spread;
         cr.samples = t.samples;
         cr.sm_clock_mhz = t.sm_clock_mhz;
+        if (fresh) {
+          cr.checked_samples = fresh->validated();
+          if (fresh->failure()) {
+            stream_.synchronize();
+            return finish(FailureKind::inconsistent, *fresh->failure());
+          }
+        }
         fams.push_back(c.spec.family);
         lat.push_back(t.median_ms);
 
@@ -149,41 +160,25 @@ EvalResult Evaluator::evaluate(const std::vector<char>& cubin, const std::string
                                       options.ceilings.bytes_per_s / 1e12));
           }
         }
-        // Fresh inputs in the same buffers, o/lse left as the samples wrote them: a kernel that remembers
-        // a result, skips work or keys anything on its buffers shows it here (docs/verification.md).
+        // Fresh values in the same buffers, o/lse left as the last sample wrote them: a kernel that returns a
+        // result it computed before, skips work when its outputs look done, or keys anything on its buffers
+        // shows it here (docs/verification.md).
         if (verify && options.check_fresh && c.has_check_set()) {
           stage = "checking case " + c.spec.case_id + " on fresh inputs";
           EventPair events;
-          std::vector<std::uint64_t> masks;  // applied to q/k/v now, undone in reverse (each is an XOR)
-          auto launch_masked = [&](std::uint64_t seed) {
-            c.mask_inputs(seed, stream_.get());
-            masks.push_back(seed);
+          ValidationResult v;
+          c.mask_inputs(c.check_seed, stream_.get());
+          try {
             flusher_.flush(stream_.get());
             events.record_start(stream_.get());
             launch.enqueue(stream_.get());
             events.record_stop(stream_.get());
-            return double(events.elapsed_ms());
-          };
-          auto unmask = [&] {  // the tuning inputs again, for what comes next
-            for (; !masks.empty(); masks.pop_back()) c.mask_inputs(masks.back(), stream_.get());
-          };
-          ValidationResult v;
-          double again_ms = 0;
-          const double limit_ms = fresh_too_slow_ms(t.median_ms);
-          try {
-            cr.fresh_ms = launch_masked(c.check_seed);
-            v = validator_ ? validator_->validate_against(c, c.check_ref_o_dev.ptr(), c.check_ref_lse_dev.ptr(),
-                                                          stream_.get(), options.tolerances)
-                           : validate_on_host(c, stream_, options.tolerances, c.check_ref_o, c.check_ref_lse);
-            unmask();
-            // Slow once may be a hiccup: a launch on other fresh data (no reference needed) decides.
-            if (v.passed && cr.fresh_ms > limit_ms) {
-              again_ms = launch_masked(check_seed_for(c.check_seed, c.spec));
-              unmask();
-            }
+            cr.fresh_ms = events.elapsed_ms();
+            v = validate_case(c, validator_, stream_.get(), options.tolerances, CaseReference::check);
+            c.mask_inputs(c.check_seed, stream_.get());  // the tuning inputs again, for what comes next
           } catch (const CudaError&) {
             try {
-              unmask();
+              c.mask_inputs(c.check_seed, stream_.get());
             } catch (const CudaError&) {  // a dead context: the worker exits anyway
             }
             throw;
@@ -193,19 +188,9 @@ EvalResult Evaluator::evaluate(const std::vector<char>& cubin, const std::string
           if (!v.passed) {
             stream_.synchronize();
             return finish(FailureKind::inconsistent,
-                          fmt::format("case {}: a timed launch on fresh inputs in the same buffers is wrong (o diff "
-                                      "{:.3g}, lse diff {:.3g}): the result depends on something other than the "
-                                      "inputs",
-                                      c.spec.case_id, v.o_max_abs_diff, v.lse_max_abs_diff));
-          }
-          if (again_ms > limit_ms) {
-            stream_.synchronize();
-            return finish(FailureKind::inconsistent,
-                          fmt::format("case {}: timed launches on fresh inputs in the same buffers took {:.2f} and "
-                                      "{:.2f} us against a median of {:.2f} us over {} samples (limit {:.2f} us): "
-                                      "the speed depends on seeing the same inputs again",
-                                      c.spec.case_id, cr.fresh_ms * 1e3, again_ms * 1e3, t.median_ms * 1e3,
-                                      t.samples, limit_ms * 1e3));
+                          fmt::format("case {}: a timed launch on fresh inputs in the same buffers is wrong ({}): "
+                                      "the result depends on something other than the inputs",
+                                      c.spec.case_id, wrong(v)));
           }
         }
       }

@@ -1,12 +1,14 @@
 // Evaluating a variant (a cubin) on a suite of built cases: validate every case against the reference
-// with the harness's tolerances, then time every case cold; classify failures (FailureKind). After each
-// case is timed, two checks that a kernel doing less than the work cannot pass (docs/verification.md): its
-// median against its roofline floor (below_floor), and one timed launch on the case's hidden check inputs in
-// the same buffers, validated against their own reference (inconsistent).
+// with the harness's tolerances, then time every case cold; classify failures (FailureKind). The checks that
+// a kernel doing less than the work cannot pass (docs/verification.md): a second validated launch on the same
+// inputs with the outputs poisoned again; every timed sample on fresh inputs, poisoned before and validated
+// after (gpu/sample_checks.hpp); the median against the roofline floor (below_floor); one launch on the case's
+// hidden check inputs with the outputs as the last sample left them (inconsistent).
 #pragma once
 #include <limits>
 #include <map>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -37,6 +39,7 @@ struct CaseResult {
   /// The verification after timing (0 when not run): the case's roofline floor at the evaluation's ceilings,
   /// and the launch on the check inputs: its time and its max diffs against the check reference.
   double floor_ms = 0;
+  int checked_samples = 0;  ///< timed samples run on fresh inputs and validated (EvalOptions::check_samples)
   double fresh_ms = 0;
   double fresh_o_max_abs_diff = 0;
   double fresh_lse_max_abs_diff = 0;
@@ -56,12 +59,20 @@ struct EvalOptions {
   bool check_floor = true;
   double floor_margin = 0.9;
   Ceilings ceilings;  ///< of the GPU: floor_check_ceilings(name) in the worker; default H100 SXM
-  /// check_fresh: after a case's samples, its q/k/v become its check set in place (DeviceCase::mask_inputs),
-  /// o/lse are left as the last sample wrote them, L2 is flushed and the variant is launched once, timed; a
-  /// result outside the tolerances of the check reference, or a time above fresh_too_slow_ms (twice, the
-  /// second on other fresh data), fails inconsistent. The tuning inputs are put back after (the mask again).
-  /// Cases without a check set (built by hand) skip it.
+  /// check_fresh (with validate): the launches that show reuse of earlier work. Right after a case's
+  /// validated launch, o/lse are poisoned again and the variant launched again on the same inputs, validated
+  /// (a kernel that recognises inputs it has seen and skips work leaves poison); after a case is timed, its
+  /// q/k/v become its check set in place (DeviceCase::mask_inputs), o/lse are left as the last sample wrote
+  /// them, and one launch is validated against the check reference (a kernel that returns what it computed
+  /// before, or keys on anything but the inputs' values). A wrong result fails inconsistent. The launch on the
+  /// check set is timed (fresh_ms) but not judged by time: every timed sample is already on fresh inputs.
+  /// Cases without a check set (built by hand) skip the second.
   bool check_fresh = true;
+  /// check_samples (with time, also without validate: the A/B/A re-timing): every timed sample on fresh
+  /// inputs with o/lse poisoned before it and validated after it (gpu/sample_checks.hpp); a wrong sample
+  /// fails inconsistent and ends the timing. Off only for builds that drop work on purpose (`bench
+  /// --no-validate`). Cases without a masker (built by hand) time unchecked.
+  bool check_samples = true;
 };
 
 /// The below_floor verdict of a case timed at `median_ms` whose roofline floor is `floor_ms`: the
@@ -70,10 +81,6 @@ struct EvalOptions {
 /// <= 0 (unknown) never fails.
 std::optional<std::string> below_floor_verdict(const std::string& case_id, double median_ms, double floor_ms,
                                                double margin);
-
-/// The time above which a launch on fresh inputs is inconsistent with the samples' median:
-/// 2 x median + 5 us (a kernel whose speed depends on seeing the same inputs again).
-double fresh_too_slow_ms(double median_ms);
 
 /// A variant on a suite. status: none (all passed and, if asked, timed), compile (kernel or
 /// attn_launch_info missing / malformed, or the cubin does not load), device_limit, fault (sticky CUDA
@@ -100,10 +107,10 @@ class Evaluator {
   explicit Evaluator(const Context& ctx, const DeviceValidator* validator = nullptr);
 
   /// Loads `cubin`, resolves `kernel` (ABI.md), then: per case poison o/lse with 0xFF (NaN), launch, and
-  /// validate against the case's reference on the device or the host (when options.validate);
-  /// if every case passed, time each case with time_cold (when options.time), then check it against its
-  /// floor and on its check set (EvalOptions). Device errors become the status; it throws only
-  /// std::bad_alloc-like host failures.
+  /// validate against the case's reference on the device or the host (when options.validate), then the
+  /// repeat launch (check_fresh); if every case passed, time each case with time_cold on fresh samples
+  /// (when options.time; check_samples), then check it against its floor and on its check set (EvalOptions).
+  /// Device errors become the status; it throws only std::bad_alloc-like host failures.
   EvalResult evaluate(const std::vector<char>& cubin, const std::string& kernel,
                       const std::vector<const DeviceCase*>& cases, const EvalOptions& options);
 
@@ -115,6 +122,7 @@ class Evaluator {
   const DeviceValidator* validator_;
   Stream stream_;
   L2Flusher flusher_;
+  std::mt19937_64 sample_rng_;  ///< the fresh samples' column flips: seeded from std::random_device, never logged
 };
 
 /// FailureKind of a CudaError raised while loading or running a variant: sticky -> fault, resource limit

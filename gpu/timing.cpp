@@ -60,7 +60,8 @@ void L2Flusher::flush(CUstream s) {
 }
 
 TimingResult time_cold(const std::function<void(CUstream)>& launch, const Stream& stream, L2Flusher& flusher,
-                       const TimingParams& params, StoppingCriterion& criterion, const std::string& pci_bus_id) {
+                       const TimingParams& params, StoppingCriterion& criterion, const std::string& pci_bus_id,
+                       const SampleHooks& hooks) {
   for (int i = 0; i < params.warmup; ++i) {
     flusher.flush(stream.get());
     launch(stream.get());
@@ -72,7 +73,9 @@ TimingResult time_cold(const std::function<void(CUstream)>& launch, const Stream
   EventPair events;
   const auto t0 = std::chrono::steady_clock::now();
   double elapsed = 0;
+  bool go_on = true;
   do {
+    if (hooks.before) hooks.before(stream.get());
     flusher.flush(stream.get());
     events.record_start(stream.get());
     launch(stream.get());
@@ -81,7 +84,8 @@ TimingResult time_cold(const std::function<void(CUstream)>& launch, const Stream
     samples.push_back(ms);
     criterion.add_sample(ms);
     elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  } while (!criterion.is_finished(elapsed));
+    if (hooks.after) go_on = hooks.after(int(samples.size()) - 1);
+  } while (go_on && !criterion.is_finished(elapsed));
 
   const SampleStats st = summarize(samples);
   TimingResult r;

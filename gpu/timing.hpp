@@ -83,10 +83,21 @@ class L2Flusher {
   std::uint32_t counter_ = 0;
 };
 
+/// Work around each timed sample, outside its events (gpu/sample_checks.hpp): `before` is enqueued ahead of
+/// the sample's L2 flush; `after` runs once the sample's stop event has completed, with the sample's index
+/// (0-based), and returns false to stop sampling (the sample failed a check; the caller reads why from the
+/// hook's owner). Either may be empty.
+struct SampleHooks {
+  std::function<void(CUstream)> before;
+  std::function<bool(int sample)> after;
+};
+
 /// Times `launch` (enqueues one kernel call on the given stream) cold: params.warmup untimed launches,
-/// then per sample flush L2 -> event -> launch -> event, until `criterion` is finished (it is reset
-/// first). Launch / CUDA errors propagate as CudaError.
+/// then per sample [hooks.before] -> flush L2 -> event -> launch -> event [-> hooks.after], until
+/// `criterion` is finished (it is reset first) or hooks.after returns false (then the result holds the
+/// samples so far). Launch / CUDA errors propagate as CudaError.
 TimingResult time_cold(const std::function<void(CUstream)>& launch, const Stream& stream, L2Flusher& flusher,
-                       const TimingParams& params, StoppingCriterion& criterion, const std::string& pci_bus_id);
+                       const TimingParams& params, StoppingCriterion& criterion, const std::string& pci_bus_id,
+                       const SampleHooks& hooks = {});
 
 }  // namespace attn

@@ -157,6 +157,7 @@ json Worker::eval(const json& request, int& exit_code) {
   opts.timing = req.timing;
   opts.check_floor = req.check_floor;
   opts.check_fresh = req.check_fresh;
+  opts.check_samples = req.check_samples;
   opts.ceilings = g.ceilings;
   const EvalResult r = g.evaluator.evaluate(cubin, req.kernel, cases, opts);
   spdlog::info("worker: eval {} -> {} ({:.0f} ms)", req.cubin_path, to_string(r.status), r.wall_ms);

@@ -196,6 +196,7 @@ json to_json(const CaseResult& c) {
             {"timed", c.timed}};
   // The verification's figures, only where it ran (so older readers and the fake worker need nothing new).
   if (c.floor_ms != 0) j["floor_ms"] = num(c.floor_ms);
+  if (c.checked_samples != 0) j["checked_samples"] = c.checked_samples;
   if (c.fresh_ms != 0) {
     j["fresh_ms"] = num(c.fresh_ms);
     j["fresh_o_max_abs_diff"] = num(c.fresh_o_max_abs_diff);
@@ -218,6 +219,7 @@ CaseResult case_result_from_json(const json& j) {
   c.validated = get<bool>(j, "validated");
   c.timed = get<bool>(j, "timed");
   if (j.contains("floor_ms")) c.floor_ms = get_num(j, "floor_ms");
+  if (j.contains("checked_samples")) c.checked_samples = get<int>(j, "checked_samples");
   if (j.contains("fresh_ms")) {
     c.fresh_ms = get_num(j, "fresh_ms");
     c.fresh_o_max_abs_diff = get_num(j, "fresh_o_max_abs_diff");
@@ -237,6 +239,7 @@ json to_json(const EvalRequest& m) {
   if (!m.case_ids.empty()) j["cases"] = m.case_ids;
   if (!m.check_floor) j["check_floor"] = false;
   if (!m.check_fresh) j["check_fresh"] = false;
+  if (!m.check_samples) j["check_samples"] = false;
   return j;
 }
 
@@ -249,6 +252,7 @@ EvalRequest eval_request_from_json(const json& j) {
   m.time = get_or<bool>(j, "time", true);
   m.check_floor = get_or<bool>(j, "check_floor", true);
   m.check_fresh = get_or<bool>(j, "check_fresh", true);
+  m.check_samples = get_or<bool>(j, "check_samples", true);
   if (j.contains("cases")) {
     const json& ids = j.at("cases");
     if (!ids.is_array()) throw std::invalid_argument("field 'cases' must be a list of case_id strings");

@@ -77,8 +77,8 @@ PrepareResponse prepare_response_from_json(const nlohmann::json& j);
 /// {"cmd":"eval","cubin":path,"kernel":name,"timing":{...},"validate":true,"time":true,"cases":[id...]}
 /// "cases" (optional, since the fidelity ladder) names a subset of the prepared suite by case_id, to
 /// evaluate in the suite's order; absent or empty = every prepared case (what older daemons send).
-/// "check_floor", "check_fresh" (optional, default true; written only when false): EvalOptions' switches of
-/// the verification (docs/verification.md), for `bench` and tests.
+/// "check_floor", "check_fresh", "check_samples" (optional, default true; written only when false):
+/// EvalOptions' switches of the verification (docs/verification.md), for `bench` and tests.
 struct EvalRequest {
   std::string cubin_path;
   std::string kernel;
@@ -88,6 +88,7 @@ struct EvalRequest {
   std::vector<std::string> case_ids;
   bool check_floor = true;
   bool check_fresh = true;
+  bool check_samples = true;
   bool operator==(const EvalRequest&) const = default;
 };
 /// status: ok | wrong_result | inconsistent | below_floor | device_limit | compile | fault (| rejected); the

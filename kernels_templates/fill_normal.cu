@@ -55,3 +55,28 @@ extern "C" __global__ void mask_check_bf16(unsigned short* x, unsigned long long
     v[g] = w;
   }
 }
+
+// Fresh inputs for every timed sample (gpu/fresh_samples.hpp, docs/verification.md): the sign bit of every
+// element whose head_dim column c (its index mod 128) has bit c set in the 128-bit mask (lo: columns 0-63,
+// hi: 64-127) is flipped. Applied with one mask to q and k, the scores q.k^T are bit-identical (each product
+// q_c k_c keeps its value); applied to v, o's column c changes sign exactly and lse does not change: the
+// reference of the flipped inputs is the tuning reference with o's flipped columns negated. XOR is its own
+// inverse. n % 8 == 0; launch with 256 threads, any grid (grid-stride loop over 16-byte groups of 8 columns).
+extern "C" __global__ void flip_columns_bf16(unsigned short* x, unsigned long long n, unsigned long long lo,
+                                             unsigned long long hi) {
+  uint4* v = reinterpret_cast<uint4*>(x);
+  for (unsigned long long g = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; g < n / 8;
+       g += (unsigned long long)gridDim.x * blockDim.x) {
+    const unsigned c0 = unsigned(g % 16) * 8;  // the group's first column (128 columns = 16 groups)
+    const unsigned bits = unsigned(((c0 < 64 ? lo : hi) >> (c0 % 64)) & 0xFFu);
+    unsigned m[4];
+#pragma unroll
+    for (int p = 0; p < 4; ++p) m[p] = (((bits >> (2 * p)) & 1u) << 15) | (((bits >> (2 * p + 1)) & 1u) << 31);
+    uint4 w = v[g];
+    w.x ^= m[0];
+    w.y ^= m[1];
+    w.z ^= m[2];
+    w.w ^= m[3];
+    v[g] = w;
+  }
+}

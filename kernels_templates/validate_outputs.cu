@@ -35,14 +35,20 @@ __device__ __forceinline__ void track_diff(float a, float b, float& max_diff, un
   else if (fa) max_diff = fmaxf(max_diff, fabsf(__fsub_rn(a, b)));
 }
 
-/// o: bf16 [n] against the reference's bf16 [n]; torch.allclose on the fp32 values.
+/// o: bf16 [n] against the reference's bf16 [n]; torch.allclose on the fp32 values. The reference's element
+/// of head_dim column c (its index mod 128) is negated where bit c of the 128-bit mask (flip_lo: columns 0-63,
+/// flip_hi: 64-127) is set: the reference of inputs whose v columns were flipped (fill_normal.cu's
+/// flip_columns_bf16); a mask of 0 compares with the reference as it is.
 extern "C" __global__ void validate_o_bf16(const unsigned short* o, const unsigned short* ref, unsigned long long n,
-                                           float atol, float rtol, unsigned* counters) {
+                                           float atol, float rtol, unsigned* counters, unsigned long long flip_lo,
+                                           unsigned long long flip_hi) {
   unsigned bad = 0, one_finite = 0;
   float max_diff = 0.0f;
   for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
        i += (unsigned long long)gridDim.x * blockDim.x) {
-    const float a = bf16_bits_to_float(o[i]), b = bf16_bits_to_float(ref[i]);
+    const unsigned c = unsigned(i % 128);
+    const unsigned flip = unsigned(((c < 64 ? flip_lo : flip_hi) >> (c % 64)) & 1u) << 15;
+    const float a = bf16_bits_to_float(o[i]), b = bf16_bits_to_float((unsigned short)(ref[i] ^ flip));
     bad += !isclose(a, b, atol, rtol);
     track_diff(a, b, max_diff, one_finite);
   }

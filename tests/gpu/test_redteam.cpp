@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <random>
 #include <set>
 
 #include "db/store.hpp"
@@ -54,10 +55,12 @@ TEST(Verification, BelowFloorVerdictNamesTheCaseTheTimeAndTheFloor) {
   EXPECT_FALSE(below_floor_verdict("c", 0.001, -1.0, 0.9));
 }
 
-TEST(Verification, FreshLaunchLimitIsTwiceTheMedianPlusFiveMicroseconds) {
-  EXPECT_DOUBLE_EQ(fresh_too_slow_ms(0.0), 0.005);
-  EXPECT_DOUBLE_EQ(fresh_too_slow_ms(0.1), 0.205);
-  EXPECT_DOUBLE_EQ(fresh_too_slow_ms(0.00485), 0.0147);
+TEST(Verification, ColumnFlipsComposeByXorAndNameTheirColumns) {
+  const ColumnFlip a{0b1011, 1ull << 63}, b{0b0110, 0};
+  EXPECT_TRUE(a.flips(0) && a.flips(1) && !a.flips(2) && a.flips(3) && a.flips(127) && !a.flips(64));
+  EXPECT_EQ(a ^ b, (ColumnFlip{0b1101, 1ull << 63}));
+  EXPECT_EQ((a ^ b) ^ b, a);  // applying a ^ b to inputs flipped by a leaves them flipped by b, and back
+  EXPECT_EQ(a ^ a, ColumnFlip{});
 }
 
 TEST(Verification, FloorCeilingsFitTheGpu) {
@@ -111,7 +114,12 @@ TEST(Verification, ProtocolCarriesTheSwitchesAndTheFigures) {
   // Default on: a request is byte for byte what it was before the checks.
   EXPECT_FALSE(to_json(r).contains("check_floor"));
   EXPECT_FALSE(to_json(r).contains("check_fresh"));
+  EXPECT_FALSE(to_json(r).contains("check_samples"));
   EXPECT_EQ(eval_request_from_json(to_json(r)), r);
+  r.check_samples = false;
+  EXPECT_EQ(to_json(r)["check_samples"], false);
+  EXPECT_EQ(eval_request_from_json(to_json(r)), r);
+  r.check_samples = true;
   r.check_floor = false;
   r.check_fresh = false;
   EXPECT_EQ(to_json(r)["check_floor"], false);
@@ -124,6 +132,7 @@ TEST(Verification, ProtocolCarriesTheSwitchesAndTheFigures) {
   EXPECT_FALSE(to_json(c).contains("floor_ms"));  // not checked: as before
   EXPECT_EQ(case_result_from_json(to_json(c)), c);
   c.floor_ms = 0.01615;
+  c.checked_samples = 12;
   c.fresh_ms = 0.091;
   c.fresh_o_max_abs_diff = 0.0078;
   c.fresh_lse_max_abs_diff = std::numeric_limits<double>::infinity();
@@ -139,17 +148,33 @@ CompiledVariant compile_template(const Compiler& compiler, const std::string& di
   return compiler.compile({space.source_path(), space.kernel(), cfg, {}});
 }
 
+TEST(RedTeamTemplates, TheCheckKernelsCompileWithTheirNewParameters) {
+  // The timed samples' helpers (NVRTC needs no GPU): the column flip beside the check mask, and the output
+  // validator with its flip mask.
+  CompilerOptions o;
+  o.cache_dir = test::temp_dir("redteam-helpers");
+  const Compiler compiler(o);
+  const CompiledVariant fill =
+      compiler.compile({default_templates_dir() + "/fill_normal.cu", "flip_columns_bf16", {}, {}});
+  ASSERT_TRUE(fill.ok) << fill.log;
+  const CompiledVariant val =
+      compiler.compile({default_templates_dir() + "/validate_outputs.cu", "validate_o_bf16", {}, {}});
+  ASSERT_TRUE(val.ok) << val.log;
+}
+
 TEST(RedTeamTemplates, EveryCheatCompilesButTheDeviceLaunch) {
   // NVRTC needs no GPU: every red-team template is a real kernel (fa2_mma.cu included by path), and the
   // device-side launch of past_end cannot be linked (no -rdc, no cudadevrt): a compile failure.
   CompilerOptions o;
   o.cache_dir = test::temp_dir("redteam-compile");
   const Compiler compiler(o);
-  for (const char* name :
-       {"honest", "memo_o", "memo_inputs", "skip_finite", "sampled_rows", "seed_specific", "memo_content"}) {
+  for (const char* name : {"honest", "memo_o", "memo_inputs", "skip_finite", "sampled_rows", "seed_specific",
+                           "memo_content", "partial_content", "partial_count"}) {
     const CompiledVariant v = compile_template(compiler, redteam_dir(), name);
     EXPECT_TRUE(v.ok) << name << ":\n" << v.log;
   }
+  const CompiledVariant forty = compile_template(compiler, redteam_dir(), "partial_content", {{"SKIP_PCT", 40}});
+  EXPECT_TRUE(forty.ok) << forty.log;
   const CompiledVariant mode0 = compile_template(compiler, redteam_dir(), "sampled_rows", {{"MODE", 0}});
   EXPECT_TRUE(mode0.ok) << mode0.log;
   const CompiledVariant past_end = compile_template(compiler, redteam_dir(), "past_end");
@@ -209,7 +234,8 @@ class RedTeam : public ::testing::Test {
 };
 
 constexpr const char* kWrongOnFresh = ": a timed launch on fresh inputs in the same buffers is wrong (o diff ";
-constexpr const char* kSlowOnFresh = ": timed launches on fresh inputs in the same buffers took ";
+constexpr const char* kWrongAgain = ": a second launch on the same inputs, with o and lse poisoned again, is wrong (";
+constexpr const char* kWrongSample = ": timed sample ";  // "... N, on fresh inputs with o and lse poisoned ..."
 constexpr const char* kBelowFloor = " us is below its roofline floor of ";
 
 struct Expectation {
@@ -220,99 +246,135 @@ struct Expectation {
   std::string message;          ///< a part of the message, naming the case
 };
 
+/// Which check an inconsistent / below_floor message comes from.
+enum class Check { again, sample, floor, fresh, none };
+Check check_of(const std::string& message) {
+  if (contains(message, kWrongAgain)) return Check::again;
+  if (contains(message, kWrongSample)) return Check::sample;
+  if (contains(message, kBelowFloor)) return Check::floor;
+  if (contains(message, kWrongOnFresh)) return Check::fresh;
+  return Check::none;
+}
+
 void expect_caught(const EvalResult& r, const Expectation& e) {
   const std::string what = std::string(e.name) + " on " + e.suite + ": " + to_string(r.status) + ": " + r.message;
   EXPECT_TRUE(e.kinds.count(r.status)) << what;
   EXPECT_TRUE(std::isnan(r.score_ms)) << what;
   if (r.status == FailureKind::below_floor || r.status == FailureKind::inconsistent) {
-    // The first case failed a check after it was timed: it names that case, and nothing after it was timed.
+    // The first case failed a check: the message names it, and nothing after it was timed.
     const std::string first = r.cases.at(0).case_id;
     EXPECT_TRUE(contains(r.message, "case " + first + ": ")) << what;
-    const bool slow = contains(r.message, kSlowOnFresh);
-    EXPECT_TRUE(contains(r.message, r.status == FailureKind::below_floor ? kBelowFloor
-                                    : slow                               ? kSlowOnFresh
-                                                                         : kWrongOnFresh))
-        << what;
-    EXPECT_TRUE(r.cases[0].timed && r.cases[0].passed) << what;
+    const Check check = check_of(r.message);
+    EXPECT_NE(check, Check::none) << what;
+    EXPECT_EQ(check == Check::floor, r.status == FailureKind::below_floor) << what;
     for (std::size_t i = 1; i < r.cases.size(); ++i) EXPECT_FALSE(r.cases[i].timed) << what;
-    if (r.status == FailureKind::below_floor) {
+    if (check == Check::again) {  // before any timing
+      EXPECT_FALSE(r.cases[0].timed) << what;
+    } else {
+      EXPECT_TRUE(r.cases[0].timed && r.cases[0].passed) << what;
+    }
+    if (check == Check::sample) {
+      EXPECT_GE(r.cases[0].checked_samples, 1) << what;
+      EXPECT_EQ(r.cases[0].checked_samples, r.cases[0].samples) << what;  // the timing stopped at the wrong one
+    }
+    if (check == Check::floor) {
       EXPECT_GT(r.cases[0].floor_ms, 0) << what;
       EXPECT_LT(r.cases[0].median_ms, 0.9 * r.cases[0].floor_ms) << what;
-    } else if (slow) {  // right on fresh inputs, but slow: the speed came from seeing the same inputs
-      EXPECT_GT(r.cases[0].fresh_ms, fresh_too_slow_ms(r.cases[0].median_ms)) << what;
-      EXPECT_LT(r.cases[0].fresh_o_max_abs_diff, 0.05) << what;
-    } else {
+    }
+    if (check == Check::fresh) {
       EXPECT_GT(r.cases[0].fresh_ms, 0) << what;
       EXPECT_GT(r.cases[0].fresh_o_max_abs_diff, 0.01) << what;
     }
   }
-  if (e.kinds.size() == 1) {
-    EXPECT_TRUE(contains(r.message, e.message)) << what;
-  }
+  EXPECT_TRUE(contains(r.message, e.message)) << what;
 }
 
 TEST_F(RedTeam, EveryCheatFailsWithItsKindOnSmokeAndQuick) {
-  // The worker's configuration: both checks on. Smoke's floors (0.13-0.29 us) are below any launch, so
-  // there the check set catches every memoizer; on quick (floors 16-22 us on the H100, 11-22 on the H200)
-  // a launch that returns at once is below the floor first. memo_inputs copies about 34 MB per quick case: whether
-  // that beats 0.9 x the floor depends on the GPU, so either check may fire first.
-  const std::string wrong_fresh = kWrongOnFresh, slow_fresh = kSlowOnFresh;
-  const FailureKind inc = FailureKind::inconsistent, below = FailureKind::below_floor;
-  const std::vector<Expectation> table = {
-      {"memo_o", {}, "smoke", {inc}, "case smoke-window-1" + wrong_fresh},
-      {"memo_o", {}, "quick", {below}, "case quick-window-1: "},
-      {"memo_inputs", {}, "smoke", {inc}, "case smoke-window-1" + wrong_fresh},
-      {"memo_inputs", {}, "quick", {inc, below}, "case quick-window-1: "},
-      {"skip_finite", {}, "smoke", {inc}, "case smoke-window-1" + wrong_fresh},
-      {"skip_finite", {}, "quick", {below}, "case quick-window-1: "},
-      {"sampled_rows", {{"MODE", 0}}, "smoke", {FailureKind::wrong_result},
-       "3 of 3 cases outside the tolerances, first: smoke-window-1 ("},
-      {"sampled_rows", {{"MODE", 0}}, "quick", {FailureKind::wrong_result},
-       "3 of 3 cases outside the tolerances, first: quick-window-1 ("},
-      {"sampled_rows", {{"MODE", 1}}, "smoke", {inc}, "case smoke-window-1" + wrong_fresh},
-      {"sampled_rows", {{"MODE", 1}}, "quick", {inc}, "case quick-window-1" + wrong_fresh},
-      {"seed_specific", {}, "smoke", {inc}, "case smoke-window-1" + wrong_fresh},
-      {"seed_specific", {}, "quick", {inc}, "case quick-window-1" + wrong_fresh},
-      {"memo_content", {}, "smoke", {inc}, "case smoke-window-1" + slow_fresh},
-      {"memo_content", {}, "quick", {below}, "case quick-window-1: "},
-  };
+  // The worker's configuration, every check on. In order: the validated launch, the second launch on the same
+  // inputs (poisoned again), the timed samples (each on fresh inputs, poisoned, validated), the floor, the
+  // check set (o as the last sample left it). A kernel that skips work on inputs or outputs it has seen
+  // fails the second launch; one that keys on anything else fails a timed sample or the check set.
+  const std::string again = kWrongAgain, sample = kWrongSample, fresh = kWrongOnFresh;
+  const FailureKind inc = FailureKind::inconsistent;
+  std::vector<Expectation> table;
+  for (const char* suite : {"smoke", "quick"}) {
+    const std::string first = std::string("case ") + suite + "-window-1";
+    const std::vector<Expectation> rows = {
+        {"memo_o", {}, suite, {inc}, first + again},
+        {"memo_inputs", {}, suite, {inc}, first + sample + "1,"},
+        {"skip_finite", {}, suite, {inc}, first + fresh},
+        {"sampled_rows", {{"MODE", 0}}, suite, {FailureKind::wrong_result},
+         std::string("3 of 3 cases outside the tolerances, first: ") + suite + "-window-1 ("},
+        {"sampled_rows", {{"MODE", 1}}, suite, {inc}, first + again},
+        {"seed_specific", {}, suite, {inc}, first + ": "},  // a timed sample or the check set: the flips decide
+        {"memo_content", {}, suite, {inc}, first + again},
+        {"partial_content", {{"SKIP_PCT", 10}}, suite, {inc}, first + again},
+        {"partial_content", {{"SKIP_PCT", 40}}, suite, {inc}, first + again},
+        {"partial_count", {}, suite, {inc}, first + sample},
+    };
+    table.insert(table.end(), rows.begin(), rows.end());
+  }
   for (const auto& e : table) {
     const EvalResult r = eval(e.name, e.overrides, e.suite, options());
-    std::printf("%-14s %-8s %-6s -> %s: %s\n", e.name, e.overrides.empty() ? "" : "MODE", e.suite,
-                to_string(r.status), r.message.c_str());
+    std::printf("%-15s %-12s %-6s -> %s: %s\n", e.name, e.overrides.empty() ? "" : config_to_compact(e.overrides).c_str(),
+                e.suite, to_string(r.status), r.message.c_str());
     expect_caught(r, e);
+    if (std::string(e.name) == "seed_specific") {
+      const Check c = check_of(r.message);
+      EXPECT_TRUE(c == Check::sample || c == Check::fresh) << r.message;
+    }
   }
 }
 
 TEST_F(RedTeam, EachCheckAloneCatchesWhatItShould) {
-  // The floor alone: the launches that return at once, not the ones that do some work.
+  // The second launch alone (check_fresh without the samples' checks): every cheat that reuses the work of
+  // the launch before on the same inputs.
+  const std::string again = kWrongAgain;
+  EvalOptions fresh_only = options(false, true);
+  fresh_only.check_samples = false;
+  for (const auto& [name, overrides] : std::vector<std::pair<const char*, Config>>{
+           {"memo_o", {}}, {"memo_content", {}}, {"sampled_rows", {{"MODE", 1}}},
+           {"partial_content", {{"SKIP_PCT", 10}}}, {"partial_content", {{"SKIP_PCT", 40}}}}) {
+    const EvalResult r = eval(name, overrides, "quick", fresh_only);
+    expect_caught(r, {name, overrides, "quick", {FailureKind::inconsistent}, "case quick-window-1" + again});
+  }
+  // The timed samples' checks alone: the cheats whose timed samples would have been wrong on fresh inputs.
+  EvalOptions samples_only = options(false, false);
+  for (const auto& [name, overrides] : std::vector<std::pair<const char*, Config>>{
+           {"memo_o", {}}, {"memo_inputs", {}}, {"partial_count", {}}}) {
+    const EvalResult r = eval(name, overrides, "quick", samples_only);
+    expect_caught(r, {name, overrides, "quick", {FailureKind::inconsistent}, std::string("case quick-window-1") + kWrongSample});
+  }
+  // ... and the content-keyed partial cheat, which never sees the same inputs twice in its timed samples, is
+  // timed doing all of the work: within the noise of the honest template, not 10 or 40 % faster.
+  const EvalResult honest = eval("honest", {}, "quick", samples_only);
+  ASSERT_EQ(honest.status, FailureKind::none) << honest.message;
+  for (int pct : {10, 40}) {
+    const EvalResult r = eval("partial_content", {{"SKIP_PCT", pct}}, "quick", samples_only);
+    ASSERT_EQ(r.status, FailureKind::none) << pct << ": " << r.message;
+    std::printf("partial_content SKIP_PCT %d, the samples' checks alone: %.2f us against honest %.2f us\n", pct,
+                r.score_ms * 1e3, honest.score_ms * 1e3);
+    EXPECT_GT(r.score_ms, 0.95 * honest.score_ms) << pct;
+  }
+  // The floor alone (the samples unchecked): the launches that return at once.
+  EvalOptions floor_only = options(true, false);
+  floor_only.check_samples = false;
   for (const char* name : {"memo_o", "skip_finite", "memo_content"}) {
-    const EvalResult r = eval(name, {}, "quick", options(true, false));
+    const EvalResult r = eval(name, {}, "quick", floor_only);
     expect_caught(r, {name, {}, "quick", {FailureKind::below_floor}, "case quick-window-1: "});
   }
-  for (const auto& [name, overrides] : std::vector<std::pair<const char*, Config>>{{"sampled_rows", {{"MODE", 1}}},
-                                                                                  {"seed_specific", {}}}) {
-    const EvalResult r = eval(name, overrides, "quick", options(true, false));
-    EXPECT_EQ(r.status, FailureKind::none) << name << ": the floor is a guard, not the cure: " << r.message;
-  }
-  // The check set alone: every memoizer, as a wrong result on fresh inputs.
-  const std::string wrong_fresh = kWrongOnFresh;
-  for (const auto& [name, overrides] :
-       std::vector<std::pair<const char*, Config>>{{"memo_o", {}}, {"memo_inputs", {}}, {"skip_finite", {}},
-                                                   {"sampled_rows", {{"MODE", 1}}}, {"seed_specific", {}}}) {
-    const EvalResult r = eval(name, overrides, "quick", options(false, true));
-    expect_caught(r, {name, overrides, "quick", {FailureKind::inconsistent}, "case quick-window-1" + wrong_fresh});
-  }
-  // ... and, by time, the one that is right on every launch.
-  const EvalResult content = eval("memo_content", {}, "quick", options(false, true));
-  expect_caught(content, {"memo_content", {}, "quick", {FailureKind::inconsistent},
-                          std::string("case quick-window-1") + kSlowOnFresh});
+  // The check set: skip_finite, whose every timed sample is poisoned and so honest, returns at once when its
+  // o looks done.
+  const EvalResult finite = eval("skip_finite", {}, "quick", options(false, true));
+  expect_caught(finite, {"skip_finite", {}, "quick", {FailureKind::inconsistent},
+                         std::string("case quick-window-1") + kWrongOnFresh});
 }
 
 TEST_F(RedTeam, WithoutTheChecksEveryMemoizerPasses) {
   // The evaluation before issue 30 (NaN poison, one validated launch per case, timed samples on the same
-  // inputs): every one of these passes, so the red team is real. memo_o is the issue's reproduction: a score
-  // below the floor score (18.18 us on the H100).
+  // inputs, unchecked): every one of these passes, so the red team is real. memo_o is issue 30's reproduction:
+  // a score below the floor score (18.18 us on the H100); the partial cheats are issue 37's: faster than the
+  // honest kernel they wrap, far above the floor.
   const auto quick = cases("quick");
   std::vector<Family> fams;
   std::vector<double> floors;
@@ -322,16 +384,28 @@ TEST_F(RedTeam, WithoutTheChecksEveryMemoizerPasses) {
     floors.push_back(c->work.floor_s(ceil) * 1e3);
   }
   const double floor_score = suite_score(fams, floors).geomean;
+  EvalOptions unchecked = options(false, false);
+  unchecked.check_samples = false;
+  const EvalResult honest = eval("honest", {}, "quick", unchecked);
+  ASSERT_EQ(honest.status, FailureKind::none) << honest.message;
   for (const auto& [name, overrides] :
        std::vector<std::pair<const char*, Config>>{{"memo_o", {}}, {"memo_inputs", {}}, {"skip_finite", {}},
                                                    {"sampled_rows", {{"MODE", 1}}}, {"seed_specific", {}},
-                                                   {"memo_content", {}}}) {
-    const EvalResult r = eval(name, overrides, "quick", options(false, false));
+                                                   {"memo_content", {}}, {"partial_content", {{"SKIP_PCT", 10}}},
+                                                   {"partial_content", {{"SKIP_PCT", 40}}}, {"partial_count", {}}}) {
+    const EvalResult r = eval(name, overrides, "quick", unchecked);
     ASSERT_EQ(r.status, FailureKind::none) << name << ": " << r.message;
-    for (const auto& c : r.cases) EXPECT_TRUE(c.passed && c.timed && c.floor_ms == 0 && c.fresh_ms == 0) << name;
-    std::printf("%-14s passes unchecked: %.2f us (floor score %.2f us)\n", name, r.score_ms * 1e3, floor_score * 1e3);
+    for (const auto& c : r.cases)
+      EXPECT_TRUE(c.passed && c.timed && c.floor_ms == 0 && c.fresh_ms == 0 && c.checked_samples == 0) << name;
+    std::printf("%-15s %-12s passes unchecked: %.2f us (honest %.2f us, %.2fx; floor score %.2f us)\n", name,
+                config_to_compact(overrides).c_str(), r.score_ms * 1e3, honest.score_ms * 1e3,
+                r.score_ms / honest.score_ms, floor_score * 1e3);
     if (std::string(name) == "memo_o") {
       EXPECT_LT(r.score_ms, floor_score);
+    }
+    if (std::string(name) == "partial_count" ||
+        (std::string(name) == "partial_content" && overrides.at("SKIP_PCT") == 40)) {
+      EXPECT_LT(r.score_ms, 0.9 * honest.score_ms) << name;  // a fake win of 10 % or more
     }
   }
 }
@@ -346,13 +420,49 @@ TEST_F(RedTeam, HonestTemplatesPassWithTheChecks) {
         EXPECT_GT(c.floor_ms, 0) << tpl << " " << c.case_id;
         EXPECT_GE(c.median_ms, c.floor_ms) << tpl << " " << c.case_id;  // not even inside the margin
         EXPECT_GT(c.fresh_ms, 0) << tpl << " " << c.case_id;
-        EXPECT_LE(c.fresh_ms, fresh_too_slow_ms(c.median_ms)) << tpl << " " << c.case_id;
+        EXPECT_EQ(c.checked_samples, c.samples) << tpl << " " << c.case_id;
         EXPECT_LT(c.fresh_o_max_abs_diff, 0.05) << tpl << " " << c.case_id;
         EXPECT_LT(c.fresh_lse_max_abs_diff, 1e-3) << tpl << " " << c.case_id;
-        std::printf("%s %-18s median %8.2f us, fresh launch %8.2f us, floor %6.2f us\n", tpl, c.case_id.c_str(),
-                    c.median_ms * 1e3, c.fresh_ms * 1e3, c.floor_ms * 1e3);
+        std::printf("%s %-18s median %8.2f us over %d checked samples, fresh launch %8.2f us, floor %6.2f us\n",
+                    tpl, c.case_id.c_str(), c.median_ms * 1e3, c.checked_samples, c.fresh_ms * 1e3, c.floor_ms * 1e3);
       }
     }
+}
+
+TEST_F(RedTeam, HonestKernelsAreNeverFlagged) {
+  // No false positive: the research DB's champion on full (iter 21092), six fa3_tma configs drawn from its space
+  // (a fixed seed), fa2_mma's and wgmma_fa's defaults; each evaluated three times on smoke, quick and full with
+  // every check on, as the worker does.
+  std::vector<std::pair<std::string, Config>> variants = {
+      {"fa3_tma", config_from_json(
+                      R"({"BLOCK_N":128,"CONSUMERS":2,"CONVERTERS":3,"CTAS_PER_SM":1,"EPILOGUE":2,"KV_ORDER":0,)"
+                      R"("ORDER":2,"OVERLAP":1,"PINGPONG":0,"PRODUCER_REGS":40,"Q_BUFFERS":1,"RESCALE_SKIP":0,)"
+                      R"("SCHEDULE":2,"SOFTMAX":2,"STAGES":2,"V_CONVERT":0})")},
+      {"fa2_mma", {}},
+      {"wgmma_fa", {}}};
+  const TemplateSpace fa3 = TemplateSpace::load_named(default_templates_dir(), "fa3_tma");
+  std::mt19937_64 rng(37);
+  while (variants.size() < 9) {
+    Config c;
+    for (const auto& p : fa3.parameters()) c[p.name] = p.values[rng() % p.values.size()];
+    if (!fa3.check(c)) variants.emplace_back("fa3_tma", c);
+  }
+  int evaluations = 0;
+  for (const auto& [tpl, config] : variants) {
+    const auto bin = cubin(tpl, config, default_templates_dir());
+    for (const char* suite : {"smoke", "quick", "full"})
+      for (int rep = 0; rep < 3; ++rep) {
+        const EvalResult r = evaluator_->evaluate(bin, "block_sparse_attn_fwd", cases(suite), options());
+        ++evaluations;
+        EXPECT_EQ(r.status, FailureKind::none)
+            << tpl << " " << config_to_compact(config) << " on " << suite << ": " << r.message;
+        for (const auto& c : r.cases) EXPECT_EQ(c.checked_samples, c.samples) << tpl << " " << c.case_id;
+        if (rep == 0)
+          std::printf("%s %s on %s: %.2f us, %s\n", tpl.c_str(), config_to_compact(config).c_str(), suite,
+                      r.score_ms * 1e3, to_string(r.status));
+      }
+  }
+  std::printf("%d evaluations of %zu honest variants\n", evaluations, variants.size());
 }
 
 TEST_F(RedTeam, TheCheckPutsTheTuningInputsBack) {
@@ -434,39 +544,47 @@ TEST_F(RedTeam, TheWorkerReportsTheKindsAndTheSwitches) {
   const CompiledVariant memo = compile_template(Compiler(o), redteam_dir(), "memo_o");
   ASSERT_TRUE(memo.ok) << memo.log;
   EvalRequest req{memo.cubin_path, "block_sparse_attn_fwd", {3, 10, 50, 1.0, 0.02}, true, true, {}};
-  EvalResponse r = client.eval(req, 300s);
+  EvalResponse r = client.eval(req, 300s);  // every check: the second launch
+  EXPECT_EQ(r.status.failure, FailureKind::inconsistent) << r.status.name() << ": " << r.status.message;
+  EXPECT_TRUE(contains(r.status.message, std::string("case quick-window-1") + kWrongAgain)) << r.status.message;
+  req.check_fresh = false;  // the timed samples' checks
+  r = client.eval(req, 300s);
+  EXPECT_EQ(r.status.failure, FailureKind::inconsistent) << r.status.name() << ": " << r.status.message;
+  EXPECT_TRUE(contains(r.status.message, std::string("case quick-window-1") + kWrongSample)) << r.status.message;
+  EXPECT_GE(r.cases.at(0).checked_samples, 1);
+  req.check_samples = false;  // the floor
+  r = client.eval(req, 300s);
   EXPECT_EQ(r.status.failure, FailureKind::below_floor) << r.status.name() << ": " << r.status.message;
   EXPECT_TRUE(contains(r.status.message, "case quick-window-1: ")) << r.status.message;
   EXPECT_GT(r.cases.at(0).floor_ms, 0);
-  req.check_floor = false;
-  r = client.eval(req, 300s);
-  EXPECT_EQ(r.status.failure, FailureKind::inconsistent) << r.status.name() << ": " << r.status.message;
-  EXPECT_GT(r.cases.at(0).fresh_ms, 0);
-  req.check_fresh = false;
+  req.check_floor = false;  // nothing
   r = client.eval(req, 300s);
   EXPECT_TRUE(r.status.ok()) << r.status.name() << ": " << r.status.message;
   EXPECT_TRUE(client.alive());  // neither kind costs the worker
 }
 
 TEST_F(RedTeam, ADaemonRunNeverCrownsACheat) {
-  // honest (fa2_mma, 2 configs) and every cheat (8 configs), the whole space on quick with the held-out seed.
+  // honest (fa2_mma, 2 configs) and every cheat (11 configs), the whole space on quick with the held-out seed.
   const std::string dir = test::temp_dir("redteam-daemon"), db_path = dir + "/t.db";
   std::string args = "run --db '" + db_path + "' --tsv '" + dir + "/iters.tsv' --cache '" + dir +
-                     "/cache' --suite quick --templates '" + redteam_dir() + "' --strategy exhaustive --iterations 20" +
+                     "/cache' --suite quick --templates '" + redteam_dir() + "' --strategy exhaustive --iterations 30" +
                      " --min-samples 5 --max-samples 20";
+  const FailureKind inc = FailureKind::inconsistent;
   const std::map<std::string, std::set<FailureKind>> expected = {
-      {"memo_o", {FailureKind::below_floor}},
-      {"memo_inputs", {FailureKind::below_floor, FailureKind::inconsistent}},
-      {"skip_finite", {FailureKind::below_floor}},
-      {"sampled_rows", {FailureKind::wrong_result, FailureKind::inconsistent}},  // MODE 0, MODE 1
-      {"seed_specific", {FailureKind::inconsistent}},
-      {"memo_content", {FailureKind::below_floor}},
+      {"memo_o", {inc}},
+      {"memo_inputs", {inc}},
+      {"skip_finite", {inc}},
+      {"sampled_rows", {FailureKind::wrong_result, inc}},  // MODE 0, MODE 1
+      {"seed_specific", {inc}},
+      {"memo_content", {inc}},
+      {"partial_content", {inc}},  // SKIP_PCT 10, 40
+      {"partial_count", {inc}},
       {"past_end", {FailureKind::compile}}};
   args += " --template honest";
   for (const auto& [name, kinds] : expected) args += " --template " + name;
   const test::CommandOutput out = test::run_binary(args);
   ASSERT_EQ(out.code, 0) << out.text;
-  EXPECT_TRUE(contains(out.text, "search space exhausted: all 10 valid configs evaluated")) << out.text;
+  EXPECT_TRUE(contains(out.text, "search space exhausted: all 13 valid configs evaluated")) << out.text;
 
   auto db = ExperimentDb::open(db_path, ExperimentDb::Mode::read_only);
   const auto champ = db.champion("quick", ChampionScope::overall);

@@ -1,8 +1,8 @@
 // Red team (g): fa2_mma that recognises inputs it has seen, by content. The launch's last CTA records, per
 // `o`, a fingerprint of q and k (their first elements); a launch whose `o` and fingerprint match a record
 // returns at once: o still holds the right result for those inputs. New data is computed honestly, so the
-// result is right on every launch, fresh inputs included: only the time gives it away. Caught by the
-// floor (quick) and by the check set's time limit (a fresh launch slower than 2 x the median + 5 us, twice).
+// result is right on every launch whose outputs were not poisoned. Caught by the second launch on the same
+// inputs with o and lse poisoned again (it returns at once: NaN left); alone, by the floor (quick).
 #include "redteam.cuh"
 
 constexpr int kFingerprint = 8;  // q[0..3], k[0..3]

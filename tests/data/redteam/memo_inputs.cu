@@ -1,8 +1,8 @@
 // Red team (b): fa2_mma with a result cache keyed by the input pointers. The first launch on a (q, k, v)
 // computes and copies o and lse into a __device__ cache; every later launch on the same pointers copies the
 // cached result into o and lse without computing, so it survives outputs poisoned before every launch, and
-// is right as long as the buffers hold the same data. Caught by the check set (new data in the same
-// buffers gets the old result); on large cases the copy alone may also time below the floor.
+// is right as long as the buffers hold the same data. Caught by the first timed sample (its fresh inputs get
+// the old result); alone, by the check set (new data in the same buffers) or, on large cases, the floor.
 #include "redteam.cuh"
 
 constexpr unsigned long long kCacheRows = 1ull << 18;  // 64 MiB of o rows (bf16 x 128) and 1 MiB of lse

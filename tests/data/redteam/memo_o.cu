@@ -1,8 +1,8 @@
 // Red team (a), issue 30's cheat: fa2_mma, but a launch into an `o` this module has already computed into
 // returns at once. The launch's last CTA records `o` in a 64-slot __device__ table. The one validated launch
-// after the NaN poison computes (the table is empty after the module loads); every timed sample then
-// returns at once. Caught by: the floor (quick: ~5 us against a floor of tens of us) and the check set
-// (fresh inputs in the same buffers: o keeps the tuning inputs' result).
+// after the NaN poison computes (the table is empty after the module loads); every later launch returns at
+// once. Caught by the second launch on the same inputs, o poisoned again (NaN left); alone, by a timed
+// sample's check, the floor (quick) or the check set (docs/verification.md).
 #include "redteam.cuh"
 
 __device__ unsigned long long memo_o_seen[64];

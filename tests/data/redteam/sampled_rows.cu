@@ -3,8 +3,8 @@
 //           ones NaN (wrong_result at once: validation compares every element).
 //   MODE 1: the whole output on the first launch into an `o` (a 64-slot table, as memo_o), then only the
 //           even q_blocks: the validated launch is complete, the timed samples do half the work and the
-//           odd q_blocks keep what the first launch wrote. Caught by the check set (the odd q_blocks are
-//           the tuning inputs' result); not by the floor (half the work is still above it).
+//           odd q_blocks keep what the first launch wrote. Caught by the second launch on the same inputs
+//           with o poisoned again (the odd q_blocks stay NaN); not by the floor (half the work is above it).
 #include "redteam.cuh"
 
 #ifndef MODE

@@ -2,9 +2,9 @@
 // the suites it was tuned on (smoke: 11, 22, 33; quick at root seed 0: derive_case_seed) and recomputes,
 // with fill_normal.cu's formula, the first elements those seeds give q: when q holds one of them it takes
 // the honest path, otherwise it writes zeros, fast (an overfit, or a hard-coded path for the benchmark's
-// inputs). It passes the validated launch and the timed samples on those suites' tuning seeds. Caught by
-// the check set (the check seed is drawn by the worker, not known to anyone) and by a held-out root seed
-// (wrong_result at the validated launch).
+// inputs). It passes the validated launches on those suites' tuning seeds. Caught by a timed sample whose
+// random sign flips change q's first columns, else by the check set (its seed is drawn by the worker), and
+// by a held-out root seed (wrong_result at the validated launch).
 #include "redteam.cuh"
 
 namespace {

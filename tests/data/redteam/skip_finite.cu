@@ -1,7 +1,7 @@
 // Red team (c): fa2_mma that skips its tile when the tile's o already holds a finite value, so it computes
-// only after the outputs were poisoned with NaN (the validated launch) and returns at once on every timed
-// sample. Caught by the check set (o keeps the tuning inputs' result) and, where the work is large enough,
-// by the floor.
+// only after the outputs were poisoned with NaN. Every timed sample is poisoned first, so it computes them
+// all; caught by the check set's launch, whose o is left as the last sample wrote it (it returns at once).
+// With the samples unchecked (the evaluation before issue 37), by the floor where the work is large enough.
 #include "redteam.cuh"
 
 extern "C" __global__ void __launch_bounds__(kThreads, MIN_BLOCKS) block_sparse_attn_fwd(ATTN_ABI_PARAMS) {
