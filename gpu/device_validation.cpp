@@ -12,7 +12,7 @@ namespace attn {
 namespace {
 
 constexpr unsigned kThreads = 256;
-constexpr int kCounters = 3;  // per output: elements outside the tolerance, max diff bits, one-finite flag
+constexpr int kPerOutput = 3;  // per output: elements outside the tolerance, max diff bits, one-finite flag
 
 
 /// The harness's max abs diff from the counters: inf when a pair had exactly one finite member.
@@ -29,7 +29,7 @@ DeviceValidator::DeviceValidator(const Context& ctx, const Compiler& compiler, c
                              "validate_o_bf16")),
       o_fn_(module_->function("validate_o_bf16")),
       lse_fn_(module_->function("validate_lse_fp32")),
-      counters_(2 * kCounters * sizeof(unsigned)) {}
+      counters_(kCounters * sizeof(unsigned)) {}
 
 DeviceValidator::~DeviceValidator() = default;
 
@@ -39,16 +39,25 @@ ValidationResult DeviceValidator::validate(const DeviceCase& c, CUstream stream,
 
 ValidationResult DeviceValidator::validate_against(const DeviceCase& c, CUdeviceptr ref_o, CUdeviceptr ref_lse,
                                                    CUstream stream, const Tolerances& tol, ColumnFlip o_flip) const {
-  check(cu::api().cuMemsetD32Async(counters_.ptr(), 0, 2 * kCounters, stream), "cuMemsetD32Async(counters)");
+  check(cu::api().cuMemsetD32Async(counters_.ptr(), 0, kCounters, stream), "cuMemsetD32Async(counters)");
+  enqueue_against(c, ref_o, ref_lse, stream, tol, o_flip, counters_.ptr());
+  check(cu::api().cuStreamSynchronize(stream), "cuStreamSynchronize(validation)");
+  std::array<unsigned, kCounters> h{};
+  counters_.download(h.data(), sizeof(h));
+  return result_of(h.data());
+}
+
+void DeviceValidator::enqueue_against(const DeviceCase& c, CUdeviceptr ref_o, CUdeviceptr ref_lse, CUstream stream,
+                                      const Tolerances& tol, ColumnFlip o_flip, CUdeviceptr counters) const {
   const unsigned max_grid = unsigned(ctx_.info().sm_count) * 8;
   auto launch = [&](CUfunction fn, CUdeviceptr out, CUdeviceptr ref, std::uint64_t n, double atol, double rtol,
                     int slot, const char* what) {
     if (n == 0) return;
     unsigned long long n_arg = n;
     float atol_arg = float(atol), rtol_arg = float(rtol);  // as the host path: float(tol) (validation.cpp)
-    CUdeviceptr counters = counters_.ptr() + CUdeviceptr(slot * kCounters * sizeof(unsigned));
+    CUdeviceptr slot_counters = counters + CUdeviceptr(slot * kPerOutput * sizeof(unsigned));
     unsigned long long flip_lo = o_flip.lo, flip_hi = o_flip.hi;  // read by validate_o_bf16 only
-    void* params[] = {&out, &ref, &n_arg, &atol_arg, &rtol_arg, &counters, &flip_lo, &flip_hi};
+    void* params[] = {&out, &ref, &n_arg, &atol_arg, &rtol_arg, &slot_counters, &flip_lo, &flip_hi};
     const unsigned grid = unsigned(std::min<std::uint64_t>((n + kThreads - 1) / kThreads, max_grid));
     check(cu::api().cuLaunchKernel(fn, grid, 1, 1, kThreads, 1, 1, 0, stream, params, nullptr), what);
   };
@@ -56,10 +65,10 @@ ValidationResult DeviceValidator::validate_against(const DeviceCase& c, CUdevice
          "cuLaunchKernel(validate_o_bf16)");
   launch(lse_fn_, c.lse.ptr(), ref_lse, c.lse_elems(), tol.lse_atol, tol.lse_rtol, 1,
          "cuLaunchKernel(validate_lse_fp32)");
-  check(cu::api().cuStreamSynchronize(stream), "cuStreamSynchronize(validation)");
-  std::array<unsigned, 2 * kCounters> h{};
-  counters_.download(h.data(), sizeof(h));
-  return validation_result(h[0] == 0, h[kCounters] == 0, max_diff(&h[0]), max_diff(&h[kCounters]));
+}
+
+ValidationResult DeviceValidator::result_of(const unsigned* h) {
+  return validation_result(h[0] == 0, h[kPerOutput] == 0, max_diff(&h[0]), max_diff(&h[kPerOutput]));
 }
 
 }  // namespace attn

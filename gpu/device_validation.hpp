@@ -34,12 +34,20 @@ class DeviceValidator {
   /// gpu/sample_checks.hpp); none by default.
   ValidationResult validate_against(const DeviceCase& c, CUdeviceptr ref_o, CUdeviceptr ref_lse, CUstream stream,
                                     const Tolerances& tol, ColumnFlip o_flip = {}) const;
+  /// The counters of one validation: o's three (elements outside, max diff bits, one-finite flag), then lse's.
+  static constexpr int kCounters = 6;
+  /// Enqueues the same validation on `stream` without waiting: it adds to the kCounters unsigned at `counters`,
+  /// which the caller zeroed; result_of reads a host copy of them.
+  void enqueue_against(const DeviceCase& c, CUdeviceptr ref_o, CUdeviceptr ref_lse, CUstream stream,
+                       const Tolerances& tol, ColumnFlip o_flip, CUdeviceptr counters) const;
+  /// The verdict of kCounters counters written by enqueue_against.
+  static ValidationResult result_of(const unsigned* counters);
 
  private:
   const Context& ctx_;
   std::unique_ptr<Module> module_;
   CUfunction o_fn_ = nullptr, lse_fn_ = nullptr;
-  DeviceBuffer counters_;  ///< unsigned[6]: o's three counters, then lse's
+  DeviceBuffer counters_;  ///< unsigned[kCounters]: o's three counters, then lse's
 };
 
 }  // namespace attn

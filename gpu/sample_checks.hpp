@@ -1,9 +1,10 @@
 // The checks of the launches an evaluation times (docs/verification.md): every timed sample runs on inputs
 // no earlier launch of the evaluation has seen, with o and lse poisoned before it, and its outputs are
 // validated after it, both outside its events. The fresh inputs are the tuning inputs with the signs of
-// random head_dim columns flipped: one 128-bit mask over q and k (q.k^T is bit-identical) and another over v
-// (o's flipped columns change sign exactly, lse does not), so the tuning reference with o's flipped columns
-// negated is the sample's reference, with no reference computed per sample.
+// random head_dim columns flipped: one 128-bit mask over q and k, drawn per case before its first timed
+// sample (q.k^T is bit-identical), and a new one over v for every sample (o's flipped columns change sign
+// exactly, lse does not), so the tuning reference with o's flipped columns negated is the sample's
+// reference, with no reference computed per sample.
 #pragma once
 #include <cuda.h>
 
@@ -33,25 +34,32 @@ ValidationResult validate_case(const DeviceCase& c, const DeviceValidator* valid
 void poison_outputs(const DeviceCase& c, CUstream stream);
 
 /// The timed samples of one case on fresh inputs (the header comment): SampleHooks for time_cold. The flips
-/// come from `rng`, the evaluation's generator (seeded from std::random_device, never logged or sent), drawn
-/// after the previous sample was validated. The case needs a masker (DeviceCase::has_check_set).
+/// come from `rng`, the evaluation's generator (seeded from std::random_device, never logged or sent). With a
+/// device validator each sample's validation is enqueued behind it into its own counters (`slots`: room for
+/// `max_samples` x DeviceValidator::kCounters unsigned) and read once by finish(); on the host path each
+/// sample is validated when it ends. The case needs a masker (DeviceCase::masker).
 class FreshSamples {
  public:
-  FreshSamples(const DeviceCase& c, const DeviceValidator* validator, const Tolerances& tol, std::mt19937_64& rng);
+  FreshSamples(const DeviceCase& c, const DeviceValidator* validator, const Tolerances& tol, std::mt19937_64& rng,
+               CUdeviceptr slots = 0, int max_samples = 0);
   /// Puts the tuning inputs back if restore() was not called (errors swallowed: a dead context).
   ~FreshSamples();
   FreshSamples(const FreshSamples&) = delete;
   FreshSamples& operator=(const FreshSamples&) = delete;
 
-  /// Enqueues the flip from the current masks to new random ones, then the outputs' poison.
+  /// Enqueues the flips to new random masks (q and k: before the first sample only; v: every sample), then
+  /// the outputs' poison.
   void before(CUstream s);
-  /// Validates sample `sample` (synchronizes `s`); false, with failure() set, when it is wrong.
+  /// Validates sample `sample`: enqueued (device) or at once (host). False, with failure() set, when a host
+  /// validation found it wrong (the timing stops); the device path returns true and finish() decides.
   bool after(CUstream s, int sample);
+  /// Reads the enqueued validations (synchronizes `s`); failure() then names the first wrong sample.
+  void finish(CUstream s);
   /// Enqueues the flips that put the tuning inputs back. Throws CudaError.
   void restore(CUstream s);
 
-  /// "case X: timed sample 3 (of the samples so far), on fresh inputs with o and lse poisoned before it, is
-  /// wrong (o diff D, lse diff L): ..." for the first wrong sample; nullopt while every sample is right.
+  /// "case X: timed sample 3, on fresh inputs with o and lse poisoned before it, is wrong (o diff D, lse diff
+  /// L): ..." for the first wrong sample; nullopt while every sample checked so far is right.
   const std::optional<std::string>& failure() const { return failure_; }
   /// The largest diffs over the validated samples.
   double o_max_abs_diff() const { return o_diff_; }
@@ -59,11 +67,16 @@ class FreshSamples {
   int validated() const { return validated_; }
 
  private:
+  void record(int sample, const ValidationResult& r);
+
   const DeviceCase& c_;
   const DeviceValidator* validator_;
   Tolerances tol_;
   std::mt19937_64& rng_;
-  ColumnFlip qk_, v_;  ///< the flips the inputs are under now
+  CUdeviceptr slots_;
+  int max_samples_;
+  ColumnFlip qk_, v_;                  ///< the flips the inputs are under now
+  int pending_ = 0;                    ///< samples whose validation is enqueued and not read
   CUstream last_stream_ = nullptr;
   std::optional<std::string> failure_;
   double o_diff_ = 0, lse_diff_ = 0;
