@@ -59,8 +59,8 @@ struct EvalOptions {
   bool check_floor = true;
   double floor_margin = 0.9;
   Ceilings ceilings;  ///< of the GPU: floor_check_ceilings(name) in the worker; default H100 SXM
-  /// check_fresh (with validate): the launches that show reuse of earlier work. Before a case is timed, as
-  /// its first warm-up, o/lse are poisoned again and the variant launched again on the same inputs, validated
+  /// check_fresh (with validate): the launches that show reuse of earlier work. Right after a case's
+  /// validated launch, o/lse are poisoned again and the variant launched again on the same inputs, validated
   /// (a kernel that recognises inputs it has seen and skips work leaves poison); after a case is timed, its
   /// q/k/v become its check set in place (DeviceCase::mask_inputs), o/lse are left as the last sample wrote
   /// them, and one launch is validated against the check reference (a kernel that returns what it computed
@@ -107,9 +107,9 @@ class Evaluator {
   explicit Evaluator(const Context& ctx, const DeviceValidator* validator = nullptr);
 
   /// Loads `cubin`, resolves `kernel` (ABI.md), then: per case poison o/lse with 0xFF (NaN), launch, and
-  /// validate against the case's reference on the device or the host (when options.validate); if every case
-  /// passed, per case (when options.time): the repeat launch (check_fresh), time_cold on fresh samples
-  /// (check_samples), the floor and the check set (EvalOptions).
+  /// validate against the case's reference on the device or the host, then the repeat launch (check_fresh)
+  /// (when options.validate); if every case passed, per case (when options.time): time_cold on fresh
+  /// samples (check_samples), the floor and the check set (EvalOptions).
   /// Device errors become the status; it throws only std::bad_alloc-like host failures.
   EvalResult evaluate(const std::vector<char>& cubin, const std::string& kernel,
                       const std::vector<const DeviceCase*>& cases, const EvalOptions& options);
