@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "core/templates_dir.hpp"
 #include "gpu/compiler.hpp"
 #include "tuner/shard.hpp"
 #include "tuner/space.hpp"

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "core/templates_dir.hpp"
 #include "daemon/loop.hpp"
 #include "daemon/pid_lock.hpp"
 #include "daemon/stale_worker.hpp"

@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "daemon/loop.hpp"
+#include "core/templates_dir.hpp"
 #include "daemon/stale_worker.hpp"
 #include "daemon/storage_checks.hpp"
 #include "db/iters_tsv.hpp"

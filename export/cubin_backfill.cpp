@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "core/templates_dir.hpp"
 #include "export/plan_from_db.hpp"
 #include "gpu/compiler.hpp"
 #include "tuner/space.hpp"

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/templates_dir.hpp"
 #include "gpu/compiler.hpp"
 #include "tests/export/check_submission_py.hpp"
 #include "tests/test_support.hpp"

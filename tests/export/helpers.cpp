@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <sys/wait.h>
 
+#include "core/templates_dir.hpp"
 #include "gpu/compiler.hpp"
 #include "tests/test_support.hpp"
 #include "tuner/space.hpp"

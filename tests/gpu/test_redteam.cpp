@@ -13,6 +13,7 @@
 #include <map>
 #include <set>
 
+#include "core/templates_dir.hpp"
 #include "db/store.hpp"
 #include "gpu/case_data.hpp"
 #include "gpu/compiler.hpp"
