@@ -12,6 +12,7 @@
 #include "cli/variant_request.hpp"
 #include "gpu/compiler.hpp"
 #include "gpu/worker_client.hpp"
+#include "tuner/compile_request.hpp"
 #include "tuner/space.hpp"
 #include "workload/case_spec.hpp"
 #include "workload/layout.hpp"
@@ -60,7 +61,7 @@ void run_bench(const BenchOptions& o) {
   copts.cache_dir = o.cache_dir;
   copts.allow_process_state = true;  // bench compiles this one config in its process (the worker compiles the rest)
   const Compiler compiler(copts);
-  const CompiledVariant v = compiler.compile({space.source_path(), space.kernel(), config, extra_options});
+  const CompiledVariant v = compiler.compile(compile_request(space, config, extra_options));
   if (!v.ok) throw std::runtime_error(fmt::format("bench: {} does not compile:\n{}", config_to_compact(config), v.log));
   if (v.cubin_path.empty()) throw std::runtime_error("bench: the cubin could not be written to the compile cache");
 

@@ -110,7 +110,6 @@ void Loop::add_template(TemplateSpace space, std::int64_t proposal_id) {
   const std::string name = space.name();
   if (o_.shard) space.restrict_to_shard(o_.shard->index, o_.shard->count);
   kernels_[name] = space.kernel();
-  sources_[name] = space.source_path();
   proposal_of_[name] = proposal_id;
   search_.add(std::move(space), make_strategy(o_.strategy, o_.seed));
 }

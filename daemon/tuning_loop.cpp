@@ -73,7 +73,6 @@ Loop::Loop(const RunOptions& o, StopRequest& stop)
     TemplateSpace space = TemplateSpace::load_named(templates_dir_, name);
     if (o.shard) space.restrict_to_shard(o.shard->index, o.shard->count);
     kernels_[name] = space.kernel();
-    sources_[name] = space.source_path();
     search_.add(std::move(space), make_strategy(o.strategy, o.seed));
   }
   load_proposed_templates();

@@ -17,6 +17,7 @@
 #include "proposer/proposal_workdir.hpp"
 #include "proposer/template_json.hpp"
 #include "gpu/abi_check.hpp"
+#include "tuner/compile_request.hpp"
 #include "tuner/proposal_template.hpp"
 
 namespace attn {
@@ -187,7 +188,7 @@ ProposalCheck check_proposal(const std::string& workdir, const std::string& inst
   r.default_config = space.default_config();
 
   // NVRTC, then the ABI.
-  const CompileRequest req{space.source_path(), space.kernel(), space.default_config(), {}};
+  const CompileRequest req = compile_request(space, space.default_config());
   r.compiled = compiler.compile(req);
   if (!r.compiled->ok)
     return reject(FailureKind::compile, "compile error (default config): " + compile_error_line(r.compiled->log));
