@@ -66,7 +66,7 @@ void run_bench(const BenchOptions& o) {
   if (v.cubin_path.empty()) throw std::runtime_error("bench: the cubin could not be written to the compile cache");
 
   // The worker's helper kernels (fill_normal.cu, reference_fp32.cu) come from the built-in templates folder,
-  // as in `run`: a user's --templates folder holds only the template benched (found by the GPU kill campaign).
+  // as in `run`: a user's --templates folder holds only the template benched.
   std::vector<std::string> extra{"--cache", compiler.cache_dir()};
   WorkerClient client(default_worker_command(o.device, extra));
   const HelloResponse hello = client.hello(std::chrono::seconds(120));

@@ -244,8 +244,8 @@ class Loop {
   /// The SM clock an iteration was timed at: the median of its cases' clocks (the hello's when none said).
   static void note_sm_clock(IterationRecord& it, const EvalResponse& r);
   /// A champion's cubin compiled again from its config (a DB resumed on a machine without the cubin: the
-  /// cache is per machine), so that A/B/A can re-time it; "" when it does not compile. Without this, the
-  /// first challenger of a resumed run won on one look (seen 2026-11-24 on the H100, docs/results.md).
+  /// cache is per machine), so that A/B/A can re-time it; "" when it does not compile. A champion that
+  /// cannot be re-timed cannot defend itself: its first challenger would win on one look.
   std::string rebuild_champion(const Contender& c);
   /// The NVRTC request of `cfg` of template `tname`: compile_request (tuner/compile_request.hpp) on its space.
   /// Reads the search state: call it with mu_ held.
