@@ -12,6 +12,7 @@
 #include "cli/variant_request.hpp"
 #include "gpu/compiler.hpp"
 #include "gpu/worker_client.hpp"
+#include "tuner/compile_request.hpp"
 #include "tuner/space.hpp"
 #include "workload/case_spec.hpp"
 #include "workload/layout.hpp"
@@ -60,12 +61,12 @@ void run_bench(const BenchOptions& o) {
   copts.cache_dir = o.cache_dir;
   copts.allow_process_state = true;  // bench compiles this one config in its process (the worker compiles the rest)
   const Compiler compiler(copts);
-  const CompiledVariant v = compiler.compile({space.source_path(), space.kernel(), config, extra_options});
+  const CompiledVariant v = compiler.compile(compile_request(space, config, extra_options));
   if (!v.ok) throw std::runtime_error(fmt::format("bench: {} does not compile:\n{}", config_to_compact(config), v.log));
   if (v.cubin_path.empty()) throw std::runtime_error("bench: the cubin could not be written to the compile cache");
 
   // The worker's helper kernels (fill_normal.cu, reference_fp32.cu) come from the built-in templates folder,
-  // as in `run`: a user's --templates folder holds only the template benched (found by the GPU kill campaign).
+  // as in `run`: a user's --templates folder holds only the template benched.
   std::vector<std::string> extra{"--cache", compiler.cache_dir()};
   WorkerClient client(default_worker_command(o.device, extra));
   const HelloResponse hello = client.hello(std::chrono::seconds(120));

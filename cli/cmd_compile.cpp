@@ -9,7 +9,9 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "core/templates_dir.hpp"
 #include "gpu/compiler.hpp"
+#include "tuner/compile_request.hpp"
 #include "tuner/shard.hpp"
 #include "tuner/space.hpp"
 
@@ -66,9 +68,7 @@ void run_compile(const CompileCliOptions& o) {
   const unsigned pool_jobs = std::max(1u, std::min<unsigned>(o.jobs, unsigned(configs.size())));
   CompilePool pool(compiler, pool_jobs);
   // Configs that differ only in patchable parameters share a compile once one of them is in the cache.
-  const auto request = [&](const Config& c) {
-    return CompileRequest{space.source_path(), space.kernel(), c, o.nvrtc_options, space.patchable_names()};
-  };
+  const auto request = [&](const Config& c) { return compile_request(space, c, o.nvrtc_options); };
   std::vector<std::future<CompiledVariant>> futures;
   for (const auto& c : configs) futures.push_back(pool.submit(request(c)));
 

@@ -133,29 +133,18 @@ void add_run_command(CLI::App& app) {
     } catch (const std::invalid_argument& e) {
       throw CliError(std::string("--fidelity: ") + e.what());
     }
-    if (!(o->ladder.cutoff >= 0)) throw CliError("--screen-cutoff must be >= 0");
-    if (o->ladder.screen_max_samples < 1) throw CliError("--screen-samples must be >= 1");
-    o->ladder.screen_min_samples = std::min(o->ladder.screen_min_samples, o->ladder.screen_max_samples);
-    if (o->round_configs <= 0) throw CliError("--round must be a positive number of configs");
     o->holdout = !*no_holdout;
-    if (o->rotate_seeds && (!o->manifest.empty() || !suite_has_root_seed(o->suite)))
-      throw CliError("--rotate-seeds needs --suite quick, full or broad (their case seeds come from a root seed)");
-    if (o->holdout && o->manifest.empty() && suite_has_root_seed(o->suite) && o->root_seed == o->holdout_seed)
-      throw CliError(fmt::format("--root-seed {} is the held-out seed, which tuning never uses", o->root_seed));
     if (!budget->empty()) o->budget_s = parse_duration(*budget);
     proposer->apply(o->proposer);
-    if (o->ideas.enabled()) {
-      if (o->ideas.budget < 1) throw CliError("--idea-budget must be at least 1 config");
-      if (!(o->ideas.poll_s > 0)) throw CliError("--idea-poll must be positive");
-      o->ideas.dir = std::filesystem::absolute(o->ideas.dir).lexically_normal().string();  // --detach changes the cwd
+    if (*iterations != 0) o->max_iterations = *iterations;  // 0: no limit
+    try {
+      validate_run_options(*o);
+    } catch (const std::invalid_argument& e) {
+      throw CliError(e.what());
     }
-    if (*iterations < 0) throw CliError("--iterations must be positive");
-    if (*iterations > 0) o->max_iterations = *iterations;
-    if (!o->manifest.empty() && !std::filesystem::exists(o->manifest))
-      throw CliError("--manifest: no such file " + o->manifest);
-    const auto& names = strategy_names();
-    if (std::find(names.begin(), names.end(), o->strategy) == names.end())
-      throw CliError(fmt::format("--strategy: unknown '{}' ({})", o->strategy, fmt::join(names, ", ")));
+    o->ladder.screen_min_samples = std::min(o->ladder.screen_min_samples, o->ladder.screen_max_samples);
+    if (o->ideas.enabled())
+      o->ideas.dir = std::filesystem::absolute(o->ideas.dir).lexically_normal().string();  // --detach changes the cwd
     if (!worker_exe->empty()) o->worker = WorkerCommand{*worker_exe, {}};
     // A read-only DB or folder, an unwritable iters.tsv or cache: a clear error before anything is logged.
     check_run_storage(o->db_path, tsv_path_of(*o), o->cache_dir);

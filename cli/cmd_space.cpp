@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "cli/commands.hpp"
+#include "core/templates_dir.hpp"
 #include "tuner/space.hpp"
 
 namespace attn {

@@ -12,6 +12,7 @@
 #include "cli/variant_request.hpp"
 #include "gpu/compiler.hpp"
 #include "gpu/trace_run.hpp"
+#include "tuner/compile_request.hpp"
 #include "workload/case_spec.hpp"
 
 namespace attn {
@@ -65,7 +66,7 @@ void run_trace_command(const TraceOptions& o) {
   auto build = [&](bool traced) {
     std::vector<std::string> extra = vr.extra_options;
     if (traced) extra.push_back("-DATTN_TRACE=1");
-    const CompiledVariant v = compiler.compile({vr.space.source_path(), vr.space.kernel(), vr.config, extra});
+    const CompiledVariant v = compiler.compile(compile_request(vr.space, vr.config, extra));
     if (!v.ok)
       throw std::runtime_error(fmt::format("trace: {} does not compile{}:\n{}", config_to_compact(vr.config),
                                            traced ? " with ATTN_TRACE=1" : "", v.log));

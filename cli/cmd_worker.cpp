@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.hpp"
+#include "core/templates_dir.hpp"
 #include "gpu/worker.hpp"
 #include "tuner/space.hpp"
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "core/templates_dir.hpp"
 
 namespace attn {
 

@@ -28,6 +28,7 @@
 #include "db/iters_tsv_writer.hpp"
 #include "db/store.hpp"
 #include "gpu/compiler.hpp"
+#include "tuner/compile_request.hpp"
 #include "tuner/multi_search.hpp"
 #include "workload/case_spec.hpp"
 
@@ -127,7 +128,7 @@ class Loop {
   std::int64_t cases_gen_ = 0;  // generation of cases_ (seed rotation); slots re-prepare lazily
   GpuSlot* challenge_slot_ = nullptr;  // the GPU of the challenge in progress (re-timing, held-out check)
   MultiSearch search_;
-  std::map<std::string, std::string> kernels_, sources_;
+  std::map<std::string, std::string> kernels_;
   ChampionBook champions_;
   std::deque<InFlight> inflight_;
   RunSummary summary_;
@@ -243,10 +244,11 @@ class Loop {
   /// The SM clock an iteration was timed at: the median of its cases' clocks (the hello's when none said).
   static void note_sm_clock(IterationRecord& it, const EvalResponse& r);
   /// A champion's cubin compiled again from its config (a DB resumed on a machine without the cubin: the
-  /// cache is per machine), so that A/B/A can re-time it; "" when it does not compile. Without this, the
-  /// first challenger of a resumed run won on one look (seen 2026-11-24 on the H100, docs/results.md).
+  /// cache is per machine), so that A/B/A can re-time it; "" when it does not compile. A champion that
+  /// cannot be re-timed cannot defend itself: its first challenger would win on one look.
   std::string rebuild_champion(const Contender& c);
-  /// The NVRTC request of `cfg` of template `tname` (its source and kernel as loaded).
+  /// The NVRTC request of `cfg` of template `tname`: compile_request (tuner/compile_request.hpp) on its space.
+  /// Reads the search state: call it with mu_ held.
   CompileRequest compile_request(const std::string& tname, const Config& cfg) const;
   void evaluate(InFlight& job, GpuSlot& slot);
   /// A proposed template none of whose first configs worked is a broken kernel: no more GPU time for it.

@@ -165,7 +165,7 @@ std::string Loop::rebuild_champion(const Contender& c) {
 }
 
 CompileRequest Loop::compile_request(const std::string& tname, const Config& cfg) const {
-  return {sources_.at(tname), kernels_.at(tname), cfg, {}, search_.state(tname).space().patchable_names()};
+  return attn::compile_request(search_.state(tname).space(), cfg);
 }
 
 void Loop::evaluate(InFlight& job, GpuSlot& slot) {
@@ -193,13 +193,15 @@ void Loop::evaluate(InFlight& job, GpuSlot& slot) {
   // A header that could not be read is the file system's fault, not the config's: compile again a few
   // times (an editor or a sync rewriting the folder), then stop the run with the reason; the config
   // stays unevaluated, so a resumed run takes it up.
-  if (!cv.ok && cv.transient)
+  if (!cv.ok && cv.transient) {
+    const CompileRequest req = compile_request(tname, cfg);  // under mu_: it reads the search state
     cv = unlocked(mu_, [&] {
-      return compiler_.retry_transient(std::move(cv), compile_request(tname, cfg), [&](int attempt, const auto& last) {
+      return compiler_.retry_transient(std::move(cv), req, [&](int attempt, const auto& last) {
         spdlog::warn("iter {}: {}; compiling again in {} s ({}/{})", it.iter, compile_error_line(last.log),
                      Compiler::kTransientWait.count(), attempt, Compiler::kTransientRetries);
       });
     });
+  }
   if (!cv.ok && cv.transient)
     throw std::runtime_error(fmt::format("template {}: {} (after {} retries; restore the file and resume with the "
                                          "same command)", tname, compile_error_line(cv.log), Compiler::kTransientRetries));

@@ -254,7 +254,6 @@ void Loop::finish_idea_check() {
     for (const auto& [c, change] : idea_variants(space, base))
       seeds.push_back({c, "idea: " + what + (change.empty() ? "" : ", " + change)});
   kernels_[t] = space.kernel();
-  sources_[t] = space.source_path();
   proposal_of_[t] = *a.rec.proposal_id;
   idea_templates_.insert(t);
   search_.add(std::move(space), make_seeded_strategy(std::move(seeds), make_strategy(o_.strategy, o_.seed),

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "core/templates_dir.hpp"
 #include "daemon/loop.hpp"
 #include "daemon/pid_lock.hpp"
 #include "daemon/stale_worker.hpp"
@@ -14,18 +15,9 @@
 namespace attn::tuning {
 
 void Loop::setup_seeds_and_fidelity() {
-  const bool seeded = o_.manifest.empty() && suite_has_root_seed(o_.suite);
-  if (o_.rotate_seeds && !seeded)
-    throw std::invalid_argument(fmt::format(
-        "--rotate-seeds needs a suite whose case seeds come from a root seed (quick, full, broad), not {}",
-        suite_label_));
-  if (o_.round_configs <= 0) throw std::invalid_argument("--round must be a positive number of configs");
-  if (!(o_.ladder.cutoff >= 0)) throw std::invalid_argument("--screen-cutoff must be >= 0");
+  const bool seeded = o_.manifest.empty() && suite_has_root_seed(o_.suite);  // options checked: validate_run_options
   if (seeded) root_seed_ = o_.root_seed;
   if (seeded && o_.holdout) {
-    if (o_.root_seed == o_.holdout_seed)
-      throw std::invalid_argument(fmt::format(
-          "--root-seed {} is the held-out seed: tuning never uses it (pick another, or --holdout-seed)", o_.root_seed));
     holdout_cases_ = builtin_suite(o_.suite, o_.holdout_seed);
     holdout_ = std::make_unique<HoldoutChecker>(db_, suite_label_, o_.holdout_seed,
                                                 [this](const Contender& c) { return eval_holdout(c); });
@@ -109,7 +101,6 @@ void Loop::add_template(TemplateSpace space, std::int64_t proposal_id) {
   const std::string name = space.name();
   if (o_.shard) space.restrict_to_shard(o_.shard->index, o_.shard->count);
   kernels_[name] = space.kernel();
-  sources_[name] = space.source_path();
   proposal_of_[name] = proposal_id;
   search_.add(std::move(space), make_strategy(o_.strategy, o_.seed));
 }

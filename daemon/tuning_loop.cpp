@@ -10,13 +10,16 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "core/templates_dir.hpp"
 #include "daemon/loop.hpp"
 #include "daemon/stale_worker.hpp"
 #include "daemon/storage_checks.hpp"
 #include "db/iters_tsv.hpp"
+#include "tuner/strategy.hpp"
 
 namespace attn {
 namespace tuning {
@@ -65,21 +68,16 @@ Loop::Loop(const RunOptions& o, StopRequest& stop)
       pool_(compiler_, o.compile_jobs ? o.compile_jobs : std::max(1u, std::thread::hardware_concurrency())) {
   make_slots();
   cases_ = o.manifest.empty() ? builtin_suite(o.suite, o.root_seed) : suite_from_manifest_file(o.manifest);
-  if (o.budget_s && *o.budget_s <= 0) throw std::invalid_argument("--budget must be positive");
   setup_seeds_and_fidelity();
-  if (o.max_iterations && *o.max_iterations <= 0) throw std::invalid_argument("--iterations must be positive");
   for (const auto& name : resolve_templates(o, templates_dir_)) {
     TemplateSpace space = TemplateSpace::load_named(templates_dir_, name);
     if (o.shard) space.restrict_to_shard(o.shard->index, o.shard->count);
     kernels_[name] = space.kernel();
-    sources_[name] = space.source_path();
     search_.add(std::move(space), make_strategy(o.strategy, o.seed));
   }
   load_proposed_templates();
   load_idea_templates();
   if (o.ideas.enabled()) {
-    if (o.ideas.budget == 0) throw std::invalid_argument("--idea-budget must be at least 1 config");
-    if (!(o.ideas.poll_s > 0)) throw std::invalid_argument("--idea-poll must be positive");
     std::error_code ec;
     std::filesystem::create_directories(o.ideas.dir, ec);  // a queue folder the user fills later
   }
@@ -251,7 +249,32 @@ std::string tsv_path_of(const RunOptions& o) {
   return o.tsv_path.empty() ? (std::filesystem::path(o.db_path).parent_path() / "iters.tsv").string() : o.tsv_path;
 }
 
+void validate_run_options(const RunOptions& o) {
+  const auto bad = [](const std::string& why) { throw std::invalid_argument(why); };
+  if (o.budget_s && !(*o.budget_s > 0)) bad("--budget must be positive");
+  if (o.max_iterations && *o.max_iterations <= 0) bad("--iterations must be positive");
+  if (!(o.ladder.cutoff >= 0)) bad("--screen-cutoff must be >= 0");
+  if (o.ladder.screen_max_samples < 1) bad("--screen-samples must be >= 1");
+  if (o.round_configs <= 0) bad("--round must be a positive number of configs");
+  const bool seeded = o.manifest.empty() && suite_has_root_seed(o.suite);
+  if (o.rotate_seeds && !seeded)
+    bad(fmt::format("--rotate-seeds needs a suite whose case seeds come from a root seed (quick, full, broad), not {}",
+                    suite_label(o)));
+  if (seeded && o.holdout && o.root_seed == o.holdout_seed)
+    bad(fmt::format("--root-seed {} is the held-out seed: tuning never uses it (pick another, or --holdout-seed)",
+                    o.root_seed));
+  if (o.ideas.enabled()) {
+    if (o.ideas.budget < 1) bad("--idea-budget must be at least 1 config");
+    if (!(o.ideas.poll_s > 0)) bad("--idea-poll must be positive");
+  }
+  if (!o.manifest.empty() && !std::filesystem::exists(o.manifest)) bad("--manifest: no such file " + o.manifest);
+  const auto& names = strategy_names();
+  if (std::find(names.begin(), names.end(), o.strategy) == names.end())
+    bad(fmt::format("--strategy: unknown '{}' ({})", o.strategy, fmt::join(names, ", ")));
+}
+
 RunSummary run_tuning_loop(const RunOptions& options, StopRequest& stop) {
+  validate_run_options(options);
   tuning::Loop loop(options, stop);
   return loop.run();
 }

@@ -72,9 +72,18 @@ struct RunSummary {
   bool failed = false;  ///< the run ended with status failed (stop_reason says why; `run` exits 1)
 };
 
+/// Throws std::invalid_argument naming the option (as `run` spells it) when `options` cannot make a run: a
+/// budget or iteration limit that is not positive, a negative screen cut-off, fewer than 1 screen sample, a
+/// round of no configs, --rotate-seeds on a suite without a root seed, a root seed equal to the held-out seed
+/// (with the held-out check on), an idea budget below 1 or an idea poll that is not positive, a manifest file
+/// that does not exist, an unknown strategy. The one check of the options: `run` (exit 2) and
+/// run_tuning_loop call it.
+void validate_run_options(const RunOptions& options);
+
 /// Runs the loop until the budget, the iteration limit, the search space or a stop request ends it.
-/// Throws std::runtime_error / std::invalid_argument (naming the problem) for bad options or an
-/// unusable DB before anything is logged; once the run is logged, problems end it with status failed.
+/// Throws std::runtime_error / std::invalid_argument (naming the problem) for bad options
+/// (validate_run_options) or an unusable DB before anything is logged; once the run is logged, problems end
+/// it with status failed.
 RunSummary run_tuning_loop(const RunOptions& options, StopRequest& stop);
 
 /// The suite label stored in the DB for these options: the built-in name, or the manifest file's stem.

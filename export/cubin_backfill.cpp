@@ -4,8 +4,10 @@
 
 #include <fmt/format.h>
 
+#include "core/templates_dir.hpp"
 #include "export/plan_from_db.hpp"
 #include "gpu/compiler.hpp"
+#include "tuner/compile_request.hpp"
 #include "tuner/space.hpp"
 
 namespace attn {
@@ -63,7 +65,7 @@ CubinBackfill backfill_cubin_hashes(ExperimentDb& db, const std::string& templat
     }
     try {
       const TemplateSpace space = TemplateSpace::load_named(dir, vr->template_name);
-      const CompileRequest req{space.source_path(), space.kernel(), config_from_json(vr->params_json), {}};
+      const CompileRequest req = compile_request(space, config_from_json(vr->params_json));
       if (compiler.content_hash(req) != vr->content_hash) {
         out.skipped.push_back(who + ": the template source changed since it was compiled, so today's cubin may be "
                                     "another (check out the commit it was tuned on to record it)");

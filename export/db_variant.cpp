@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gpu/compiler.hpp"
+#include "tuner/compile_request.hpp"
 #include "tuner/proposal_template.hpp"
 #include "tuner/space.hpp"
 
@@ -78,14 +79,14 @@ ExportVariant load_export_variant(const IterationRecord& it, const VariantRecord
   v.name = export_variant_name(vr.template_name, iter);
   v.template_name = vr.template_name;
   v.kernel = space.kernel();
-  v.defines = config_from_json(vr.params_json);
   v.source = read_text(space.source_path(), "template source");
   v.headers = local_includes(space.source_path());
 
   CompilerOptions compiler_options;
   compiler_options.use_cache = false;
   const Compiler compiler(compiler_options);
-  const CompileRequest request{space.source_path(), space.kernel(), v.defines, {}};
+  const CompileRequest request = compile_request(space, config_from_json(vr.params_json));
+  v.defines = request.defines;
   const std::string hash = compiler.content_hash(request);
   bool source_matches = hash == vr.content_hash;
   // A changed source (a refactor, a comment) whose cubin comes out byte-identical is the same kernel: the

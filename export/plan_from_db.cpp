@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/templates_dir.hpp"
 #include "export/bucket_variants.hpp"
 #include "export/db_variant.hpp"
 #include "export/shape_rules.hpp"

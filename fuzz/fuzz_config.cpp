@@ -1,4 +1,4 @@
-// libFuzzer target: the compact config parser (tuner/config_io.cpp), "BLOCK_M=128,BLOCK_N=64" (iters.tsv's
+// libFuzzer target: the compact config parser (core/config.cpp), "BLOCK_M=128,BLOCK_N=64" (iters.tsv's
 // params column), and the config JSON parser {"BLOCK_M":128}. Contract: std::invalid_argument for bad
 // input, nothing else; what parses prints back to text that parses to the same config.
 #include <cstddef>

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/templates_dir.hpp"
 #include "gpu/driver_api.hpp"
 #include "workload/inputs.hpp"
 
@@ -24,16 +25,6 @@ std::unique_ptr<Module> compile_helper(const Compiler& compiler, const std::stri
   if (!v.ok) throw std::runtime_error(fmt::format("helper kernel {} ({}) does not compile:\n{}", kernel, source, v.log));
   return std::make_unique<Module>(v.cubin);
 }
-
-namespace {
-
-// As tuner/space.hpp default_templates_dir (attn_gpu links below attn_tuner_lib, so not called from here).
-std::string templates_dir_default() {
-  if (const char* e = std::getenv("ATTN_TUNER_TEMPLATES"); e && *e) return e;
-  return ATTN_TEMPLATES_DIR;
-}
-
-}  // namespace
 
 std::uint64_t check_seed_for(std::uint64_t check_root, const CaseSpec& spec) {
   auto mix = [](std::uint64_t x) {  // splitmix64's finalizer
@@ -95,7 +86,7 @@ CaseBuilder::CaseBuilder(const Context& ctx, const Compiler& compiler, CaseBuild
     std::random_device rd;
     check_root_ = (std::uint64_t(rd()) << 32) ^ rd();
   }
-  if (options_.templates_dir.empty()) options_.templates_dir = templates_dir_default();
+  if (options_.templates_dir.empty()) options_.templates_dir = default_templates_dir();
   if (options_.fill_source.empty())
     options_.fill_source = (fs::path(options_.templates_dir) / "fill_normal.cu").string();
   if (options_.reference_source.empty())

@@ -256,9 +256,9 @@ std::vector<std::string> Compiler::nvrtc_options(const CompileRequest& req) cons
   o.push_back("--ptxas-options=-v");
   // NVRTC 13 keeps a cross-process cache of its own where a driver is installed (the GPU machine, not a
   // CPU-only one); a config it has seen before comes back without the ptxas -v log (registers and spills
-  // unknown) and with its lookup time as the compile time (seen on the H100, 2026-11-25: the second of two
-  // runs of one seed had 2,138 of 2,715 variants without a register count). Our content-hashed cache is the
-  // one cache; the option changes no code, so it stays out of the hash (content_hash).
+  // unknown) and with its lookup time as the compile time. Our content-hashed cache is the one cache, so
+  // NVRTC's is off; the option changes no code, so it stays out of the hash (content_hash). What it cost:
+  // docs/results.md, "No idling on the GPU".
   o.push_back(std::string(kNoNvrtcCache));
   for (const auto& [name, value] : req.defines) o.push_back(fmt::format("-D{}={}", name, value));
   o.insert(o.end(), req.extra_options.begin(), req.extra_options.end());

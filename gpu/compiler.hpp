@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "gpu/failure.hpp"
-#include "tuner/space.hpp"
+#include "core/config.hpp"
 
 namespace attn {
 

@@ -24,11 +24,11 @@ struct NewProcessGroup : boost::process::extend::handler {
 
 /// Between fork and exec (async-signal-safe calls only): every descriptor from 3 up becomes close-on-exec, so the
 /// child keeps its stdin, stdout and stderr and nothing else, whatever another thread of the daemon had open at
-/// the fork (a status or cubin-cache file without O_CLOEXEC; a descriptor the daemon itself inherited). Found as a
-/// flake (DiskFaults, 2026-11-25): a worker that held a writable file on the DB's disk kept a read-only remount
-/// from succeeding until it exited. Marking instead of closing keeps Boost's own exec-error pipe, which is
-/// close-on-exec already, working. close_range(CLOSE_RANGE_CLOEXEC) needs Linux 5.11; before that, a loop of
-/// fcntl over the descriptor limit (at most 65,536).
+/// the fork (a status or cubin-cache file without O_CLOEXEC; a descriptor the daemon itself inherited): a worker
+/// holding a writable file on the DB's disk keeps a read-only remount of that disk from succeeding. Marking
+/// instead of closing keeps Boost's own exec-error pipe, which is close-on-exec already, working.
+/// close_range(CLOSE_RANGE_CLOEXEC) needs Linux 5.11; before that, a loop of fcntl over the descriptor limit
+/// (at most 65,536).
 struct InheritOnlyStdio : boost::process::extend::handler {
   template <class Executor>
   void on_exec_setup(Executor&) const {

@@ -28,25 +28,25 @@
 #include "hopper_common.cuh"
 
 #ifndef BLOCK_M
-#define BLOCK_M 128
+#error "BLOCK_M not given: a parameter of the space (its default is in the .json)"
 #endif
 #ifndef BLOCK_N
-#define BLOCK_N 64
+#error "BLOCK_N not given: a parameter of the space (its default is in the .json)"
 #endif
 #ifndef WARPS
-#define WARPS 8
+#error "WARPS not given: a parameter of the space (its default is in the .json)"
 #endif
 #ifndef CTA_ORDER
-#define CTA_ORDER 0
+#error "CTA_ORDER not given: a parameter of the space (its default is in the .json)"
 #endif
 #ifndef STAGES
-#define STAGES 2
+#error "STAGES not given: a parameter of the space (its default is in the .json)"
 #endif
 #ifndef Q_IN_REGS
-#define Q_IN_REGS 0
+#error "Q_IN_REGS not given: a parameter of the space (its default is in the .json)"
 #endif
 #ifndef MIN_BLOCKS
-#define MIN_BLOCKS 1
+#error "MIN_BLOCKS not given: a parameter of the space (its default is in the .json)"
 #endif
 
 namespace {

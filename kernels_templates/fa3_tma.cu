@@ -41,58 +41,58 @@
 #include "hopper_common.cuh"
 
 #ifndef CONSUMERS
-#define CONSUMERS 2
+#error "CONSUMERS not given: a parameter of the space (its default is in the .json)"
 #endif
 #ifndef BLOCK_N
-#define BLOCK_N 128
+#error "BLOCK_N not given: a parameter of the space (its default is in the .json)"
 #endif
 #ifndef STAGES
-#define STAGES 2
+#error "STAGES not given: a parameter of the space (its default is in the .json)"
 #endif
 #ifndef PRODUCER_REGS
-#define PRODUCER_REGS 32
+#error "PRODUCER_REGS not given: a parameter of the space (its default is in the .json)"
 #endif
 #ifndef CTAS_PER_SM
-#define CTAS_PER_SM 1
+#error "CTAS_PER_SM not given: a parameter of the space (its default is in the .json)"
 #endif
 #ifndef SCHEDULE
-#define SCHEDULE 1
+#error "SCHEDULE not given: a parameter of the space (its default is in the .json)"
 #endif
 #ifndef ORDER
-#define ORDER 0
+#error "ORDER not given: a parameter of the space (its default is in the .json)"
 #endif
 #ifndef KV_ORDER
-#define KV_ORDER 1
+#error "KV_ORDER not given: a parameter of the space (its default is in the .json)"
 #endif
 #ifndef OVERLAP
-#define OVERLAP 1
+#error "OVERLAP not given: a parameter of the space (its default is in the .json)"
 #endif
 #ifndef PINGPONG
-#define PINGPONG 0
+#error "PINGPONG not given: a parameter of the space (its default is in the .json)"
 #endif
 #ifndef EPILOGUE
-#define EPILOGUE 1
+#error "EPILOGUE not given: a parameter of the space (its default is in the .json)"
 #endif
 #ifndef CONVERTERS
-#define CONVERTERS 3
+#error "CONVERTERS not given: a parameter of the space (its default is in the .json)"
 #endif
 #ifndef FOLD_SCALE
 #define FOLD_SCALE 1
 #endif
 #ifndef RESCALE_SKIP
-#define RESCALE_SKIP 0
+#error "RESCALE_SKIP not given: a parameter of the space (its default is in the .json)"
 #endif
 #ifndef Q_BUFFERS
-#define Q_BUFFERS 2
+#error "Q_BUFFERS not given: a parameter of the space (its default is in the .json)"
 #endif
 #ifndef SOFTMAX
-#define SOFTMAX 0  // a config recorded before SOFTMAX was a parameter compiles as it did then
+#error "SOFTMAX not given: a parameter of the space (its default is in the .json)"
 #endif
 #ifndef V_CONVERT
-#define V_CONVERT 0  // likewise
+#error "V_CONVERT not given: a parameter of the space (its default is in the .json)"
 #endif
 #ifndef CMEM_PARAMS
-#define CMEM_PARAMS 0  // configs recorded before it compile as they did then: ORDER and KV_ORDER compile-time
+#error "CMEM_PARAMS not given: a parameter of the space (its default is in the .json)"
 #endif
 #if CMEM_PARAMS
 extern "C" __constant__ int attn_param_ORDER = ORDER;

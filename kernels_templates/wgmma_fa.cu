@@ -28,22 +28,22 @@
 #include "hopper_common.cuh"
 
 #ifndef WARPGROUPS
-#define WARPGROUPS 2
+#error "WARPGROUPS not given: a parameter of the space (its default is in the .json)"
 #endif
 #ifndef STAGES
-#define STAGES 2
+#error "STAGES not given: a parameter of the space (its default is in the .json)"
 #endif
 #ifndef BLOCK_N
-#define BLOCK_N 128
+#error "BLOCK_N not given: a parameter of the space (its default is in the .json)"
 #endif
 #ifndef CTA_ORDER
-#define CTA_ORDER 0
+#error "CTA_ORDER not given: a parameter of the space (its default is in the .json)"
 #endif
 #ifndef MIN_BLOCKS
-#define MIN_BLOCKS 1
+#error "MIN_BLOCKS not given: a parameter of the space (its default is in the .json)"
 #endif
 #ifndef OVERLAP_PV
-#define OVERLAP_PV 0
+#error "OVERLAP_PV not given: a parameter of the space (its default is in the .json)"
 #endif
 // Measurement only (never in the space; results are wrong): 1 no softmax math, 2 no K/V loads after the
 // first ring fill, 3 no P V wgmma, 4 no Q K^T wgmma. Timing the difference places the time (METHOD.md).

@@ -17,7 +17,9 @@
 #include "proposer/proposal_workdir.hpp"
 #include "proposer/template_json.hpp"
 #include "gpu/abi_check.hpp"
+#include "tuner/compile_request.hpp"
 #include "tuner/proposal_template.hpp"
+#include "tuner/template_defaults.hpp"
 
 namespace attn {
 namespace fs = std::filesystem;
@@ -185,9 +187,13 @@ ProposalCheck check_proposal(const std::string& workdir, const std::string& inst
   }
   TemplateSpace& space = *loaded;
   r.default_config = space.default_config();
+  if (const auto d = default_disagreements(space); !d.empty())
+    return reject(FailureKind::proposal, fmt::format("{} and the source disagree on a default ({}): the JSON default "
+                                                     "is the one a config gets, drop the source's fallback or give "
+                                                     "it the same value", kProposalSpace, d.front()));
 
   // NVRTC, then the ABI.
-  const CompileRequest req{space.source_path(), space.kernel(), space.default_config(), {}};
+  const CompileRequest req = compile_request(space, space.default_config());
   r.compiled = compiler.compile(req);
   if (!r.compiled->ok)
     return reject(FailureKind::compile, "compile error (default config): " + compile_error_line(r.compiled->log));

@@ -361,15 +361,6 @@ Config TemplateSpace::config_at(const std::vector<std::size_t>& idx) const {
   return c;
 }
 
-std::string default_templates_dir() {
-  if (const char* env = std::getenv("ATTN_TUNER_TEMPLATES"); env && *env) return env;
-#ifdef ATTN_TEMPLATES_DIR
-  return ATTN_TEMPLATES_DIR;
-#else
-  return "kernels_templates";
-#endif
-}
-
 std::vector<std::string> TemplateSpace::patchable_names() const {
   std::vector<std::string> out;
   for (const auto& p : parameters_)

@@ -10,29 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "core/config.hpp"
+
 namespace attn {
-
-/// One assignment of every parameter of a template, by name (sorted, so equal configs compare equal).
-using Config = std::map<std::string, std::int64_t>;
-
-/// A C identifier ([A-Za-z_][A-Za-z0-9_]*): what a parameter name, and so a -D macro, may be.
-inline bool is_identifier(const std::string& s) {
-  auto alpha = [](char ch) { return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || ch == '_'; };
-  if (s.empty() || !alpha(s[0])) return false;
-  for (char ch : s)
-    if (!alpha(ch) && !(ch >= '0' && ch <= '9')) return false;
-  return true;
-}
-
-/// "BLOCK_M=128,BLOCK_N=64,..." (the iters.tsv params format, keys in sorted order) and back.
-/// The empty string is the empty config. parse throws std::invalid_argument naming the malformed item
-/// (no '=', a name that is not a C identifier, a value that is not a 64-bit integer, a repeated name).
-std::string config_to_compact(const Config& c);
-Config config_from_compact(const std::string& s);
-/// {"BLOCK_M":128,...}; from_json throws std::invalid_argument on invalid JSON, a non-object, or a
-/// non-integer value (naming the key).
-std::string config_to_json(const Config& c);
-Config config_from_json(const std::string& json);
 
 struct Parameter {
   std::string name;
@@ -110,9 +90,11 @@ class TemplateSpace {
   unsigned shard_index() const { return shard_index_; }
   unsigned shard_count() const { return shard_count_; }
   /// `c` plus the default value of each parameter of this space that `c` lacks; the keys `c` has are
-  /// kept as they are (unknown ones too: check() still judges them). For a parameter added to a template
-  /// after a DB was recorded: the kernel source gives a missing macro the default, so an old config is
-  /// the complete one (daemon resume, replay).
+  /// kept as they are (unknown ones too: check() still judges them). The JSON default is the one default a
+  /// parameter has (a template's source refuses to compile without it, kernels_templates/ABI.md), and a
+  /// parameter added to a template takes as default the value that builds the kernel as it was before, so a
+  /// config recorded before it, completed, compiles to the kernel it was recorded with (daemon resume, replay,
+  /// compile_request).
   Config complete(const Config& c) const;
   /// From now on parameter `name` has only its default value (values() = {default}): check(),
   /// enumerate() and count_valid() see that slice of the space. For a parameter added to a template after
@@ -145,9 +127,5 @@ class TemplateSpace {
   /// indices of each valid config, in odometer order. Holds the constraint mutex throughout.
   void walk_valid(const std::function<void(const std::vector<std::size_t>&)>& visit) const;
 };
-
-/// Default templates folder: $ATTN_TUNER_TEMPLATES when set and non-empty, else the source tree's
-/// kernels_templates/ (the compile definition ATTN_TEMPLATES_DIR).
-std::string default_templates_dir();
 
 }  // namespace attn

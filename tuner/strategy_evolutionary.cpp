@@ -3,7 +3,7 @@
 // `mutation_rate` (always when the crossover alone reproduces a parent). Seen or invalid children are
 // rejected; after `max_retries` rejections the mutation widens: one tournament winner with 2, 3, ..
 // `max_mutations` parameters moved, `max_retries` tries each (a long run has seen the pool's one-step
-// children; runs 3 and 4 of 2026-11-24/25 proposed random samples for most of their time). Only then, or
+// children: without the widening it would propose random samples most of the time). Only then, or
 // while fewer than two parents exist, a random valid unseen config is proposed instead.
 #include <algorithm>
 

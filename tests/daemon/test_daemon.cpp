@@ -117,9 +117,9 @@ TEST(Daemon, ResumedOnAnotherMachineTheChampionIsCompiledAgainAndReTimed) {
   EXPECT_EQ(db.iteration(db.champion("smoke", ChampionScope::overall)->iteration_id)->params, "A=4,B=2,F=0");
 }
 
-// A template that gained a parameter (G, default 0) since the DB was recorded: the source's #ifndef gives the
-// missing macro its default, so each old row is its config at G 0. The resumed run evaluates only the new
-// configs (G 1), and the champion, recorded without G and missing its cubin, is compiled again as recorded.
+// A template that gained a parameter (G, default 0) since the DB was recorded: an old row is its config completed
+// with the JSON default (TemplateSpace::complete), G 0. The resumed run evaluates only the new configs (G 1), and
+// the champion, recorded without G and missing its cubin, is compiled again at G 0 (compile_request completes it).
 TEST(Daemon, ResumedAfterTheTemplateGainedAParameterEvaluatesOnlyTheNewConfigs) {
   Fixture f;
   const std::string templates = f.dir + "/templates";

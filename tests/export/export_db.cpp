@@ -2,9 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include "core/templates_dir.hpp"
 #include "gpu/compiler.hpp"
 #include "tests/export/check_submission_py.hpp"
 #include "tests/test_support.hpp"
+#include "tuner/compile_request.hpp"
 
 namespace attn::test {
 
@@ -43,7 +45,7 @@ std::int64_t ExportDb::add_iteration(const Config& config, const std::vector<std
   v.template_name = "fa2_mma";
   v.params_json = config_to_json(config);
   v.content_hash = content_hash.empty()
-                       ? Compiler(options).content_hash({space.source_path(), space.kernel(), config, {}})
+                       ? Compiler(options).content_hash(compile_request(space, config))
                        : content_hash;
   v.compile_ok = compile_ok;
   v.cubin_path = dir_ + "/" + v.content_hash + ".cubin";

@@ -8,8 +8,10 @@
 #include <stdexcept>
 #include <sys/wait.h>
 
+#include "core/templates_dir.hpp"
 #include "gpu/compiler.hpp"
 #include "tests/test_support.hpp"
+#include "tuner/compile_request.hpp"
 #include "tuner/space.hpp"
 
 namespace attn::test {
@@ -81,7 +83,7 @@ std::vector<std::uint8_t> fa2_mma_cubin(const Config& config) {
   const TemplateSpace space = TemplateSpace::load_named(default_templates_dir(), "fa2_mma");
   CompilerOptions options;
   options.use_cache = false;
-  const CompiledVariant v = Compiler(options).compile({space.source_path(), space.kernel(), config, {}});
+  const CompiledVariant v = Compiler(options).compile(compile_request(space, config));
   if (!v.ok) throw std::runtime_error("fa2_mma compile failed: " + v.log);
   return cache[config] = std::vector<std::uint8_t>(v.cubin.begin(), v.cubin.end());
 }

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/templates_dir.hpp"
 #include "db/store.hpp"
 #include "export/cubin_backfill.hpp"
 #include "export/plan_from_db.hpp"

@@ -7,6 +7,7 @@
 
 #include "gpu/abi_check.hpp"
 #include "tests/test_support.hpp"
+#include "tuner/compile_request.hpp"
 #include "tuner/space.hpp"
 
 namespace attn {
@@ -16,7 +17,7 @@ std::string templates() { return ATTN_TEMPLATES_DIR; }
 
 CompileRequest default_request(const std::string& dir, const std::string& name) {
   const TemplateSpace s = TemplateSpace::load_named(dir, name);
-  return {s.source_path(), s.kernel(), s.default_config(), {}};
+  return compile_request(s, s.default_config());
 }
 
 /// A kernel source with the ABI's parameters (`params` replaces them) and launch info (`info` replaces it).

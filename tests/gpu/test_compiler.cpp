@@ -7,6 +7,7 @@
 #include <set>
 
 #include "gpu/compiler.hpp"
+#include "tuner/compile_request.hpp"
 #include "tuner/space.hpp"
 #include "tests/test_support.hpp"
 
@@ -261,7 +262,7 @@ TEST(Compiler, FastCompileOptionIsRefusedAndLeavesLaterCubinsAlone) {
   CompilerOptions o;
   o.use_cache = false;
   const Compiler c(o);
-  const CompileRequest plain{space.source_path(), space.kernel(), space.default_config(), {}};
+  const CompileRequest plain = compile_request(space, space.default_config());
   const CompiledVariant before = c.compile(plain);
   ASSERT_TRUE(before.ok) << before.log;
   for (const std::string opt : {"-Ofc=max", "--Ofast-compile=mid", "-Ofc", "-Ofast-compile=min"}) {

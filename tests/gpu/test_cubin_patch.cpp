@@ -9,6 +9,7 @@
 
 #include "gpu/compiler.hpp"
 #include "gpu/cubin_patch.hpp"
+#include "tuner/compile_request.hpp"
 #include "tuner/space.hpp"
 #include "tests/test_support.hpp"
 
@@ -26,9 +27,7 @@ Config with_orders(const TemplateSpace& s, std::int64_t order, std::int64_t kv_o
   return c;
 }
 
-CompileRequest request(const TemplateSpace& s, const Config& c) {
-  return {s.source_path(), s.kernel(), c, {}, s.patchable_names()};
-}
+CompileRequest request(const TemplateSpace& s, const Config& c) { return compile_request(s, c); }
 
 CompiledVariant nvrtc_build(const TemplateSpace& s, const Config& c) {
   CompilerOptions o;

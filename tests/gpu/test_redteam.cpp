@@ -14,6 +14,7 @@
 #include <random>
 #include <set>
 
+#include "core/templates_dir.hpp"
 #include "db/store.hpp"
 #include "gpu/case_data.hpp"
 #include "gpu/compiler.hpp"

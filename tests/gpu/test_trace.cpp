@@ -7,6 +7,7 @@
 #include <optional>
 #include <sstream>
 
+#include "core/templates_dir.hpp"
 #include "gpu/case_data.hpp"
 #include "gpu/compiler.hpp"
 #include "gpu/trace.hpp"

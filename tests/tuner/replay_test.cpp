@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "core/templates_dir.hpp"
 #include "db/store.hpp"
 #include "tests/test_support.hpp"
 #include "tests/tuner/tuner_fixtures.hpp"

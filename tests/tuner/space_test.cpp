@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "core/templates_dir.hpp"
 #include "tests/tuner/tuner_fixtures.hpp"
 #include "tuner/space.hpp"
 

@@ -2,10 +2,10 @@
 // cubin carries its config in a symbol name (fake_cfg_A<A>_B<B>_F<F>) that tests/daemon/fake_worker.py
 // reads to play a GPU: score from A and B, and the fault F asks for (see fake.json). F == 5 does not compile.
 #ifndef A
-#define A 1
+#error "A not given: a parameter of the space (its default is in the .json)"
 #endif
 #ifndef B
-#define B 1
+#error "B not given: a parameter of the space (its default is in the .json)"
 #endif
 #ifndef F
 #define F 0

@@ -8,7 +8,7 @@
 #include "redteam.cuh"
 
 #ifndef MODE
-#define MODE 1
+#error "MODE not given: a parameter of the space (its default is in the .json)"
 #endif
 
 __device__ unsigned long long sampled_seen[64];

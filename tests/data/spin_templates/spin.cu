@@ -4,10 +4,10 @@
 // hung variant that keeps the SMs busy until its worker process dies. COPY changes nothing but the
 // config (and so the cubin's cache hash), to give the search a space of equal healthy variants.
 #ifndef SPIN
-#define SPIN 0
+#error "SPIN not given: a parameter of the space (its default is in the .json)"
 #endif
 #ifndef COPY
-#define COPY 0
+#error "COPY not given: a parameter of the space (its default is in the .json)"
 #endif
 
 #if SPIN

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "tuner/space.hpp"
+#include "core/config.hpp"
 
 namespace attn {
 
