@@ -24,6 +24,7 @@ struct CompileCliOptions {
   std::string shard;  ///< "K/N": shard K of N of the space (tuner/shard.hpp, as `run --shard`)
   bool all = false, no_cache = false, show_log = false;
   unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
+  unsigned procs = std::max(1u, std::thread::hardware_concurrency());  ///< compile worker processes, 0 = in this one
 };
 
 void run_compile(const CompileCliOptions& o) {
@@ -64,6 +65,7 @@ void run_compile(const CompileCliOptions& o) {
   CompilerOptions copts;
   copts.cache_dir = o.cache_dir;
   copts.use_cache = !o.no_cache;
+  copts.procs.procs = std::min<unsigned>(o.procs, unsigned(configs.size()));
   const Compiler compiler(copts);
   const unsigned pool_jobs = std::max(1u, std::min<unsigned>(o.jobs, unsigned(configs.size())));
   CompilePool pool(compiler, pool_jobs);
@@ -72,8 +74,9 @@ void run_compile(const CompileCliOptions& o) {
   std::vector<std::future<CompiledVariant>> futures;
   for (const auto& c : configs) futures.push_back(pool.submit(request(c)));
 
-  fmt::print("template {} ({}), {} config(s), cache {}\n", space.name(), space.source_path(), configs.size(),
-             o.no_cache ? "off" : compiler.cache_dir());
+  fmt::print("template {} ({}), {} config(s), cache {}, NVRTC {}\n", space.name(), space.source_path(),
+             configs.size(), o.no_cache ? "off" : compiler.cache_dir(),
+             copts.procs.procs ? fmt::format("in {} compile worker process(es)", copts.procs.procs) : "in this process");
   fmt::print("{:<6} {:>5} {:>9} {:>9} {:>6} {:>7} {:>9} {:<5} {:<8} {}\n", "status", "regs", "spill_st",
              "spill_ld", "stack", "smem", "ms", "cache", "hash", "config");
   int failures = 0, hits = 0, spilling = 0;
@@ -101,8 +104,9 @@ void run_compile(const CompileCliOptions& o) {
   }
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   fmt::print("summary: {} config(s), {} ok, {} failed, {} from the cache, {} spilling; NVRTC {:.0f} s over {} "
-             "job(s), wall {:.0f} s\n",
-             configs.size(), configs.size() - failures, failures, hits, spilling, nvrtc_ms / 1e3, pool_jobs, wall_s);
+             "job(s) and {} process(es), wall {:.0f} s\n",
+             configs.size(), configs.size() - failures, failures, hits, spilling, nvrtc_ms / 1e3, pool_jobs,
+             std::max(1u, copts.procs.procs), wall_s);
   if (failures)
     throw std::runtime_error(fmt::format("compile: {} of {} config(s) failed", failures, configs.size()));
 }
@@ -120,6 +124,8 @@ void add_compile_command(CLI::App& app) {
   cmd->add_option("--shard", o->shard, "with --all: K/N compiles shard K (0-based) of N, the partition of `run --shard` "
                                        "(a stable hash of each config), to split the space over N machines")->needs(all);
   cmd->add_option("--jobs,-j", o->jobs, "parallel NVRTC compiles")->check(CLI::PositiveNumber);
+  cmd->add_option("--compile-procs", o->procs, "NVRTC in N compile worker processes (default: one per core; 0: in "
+                                               "this process, where NVRTC compiles serialise)");
   cmd->add_option("--templates", o->templates_dir, "templates folder (default: $ATTN_TUNER_TEMPLATES or the "
                                                    "source tree's kernels_templates)");
   cmd->add_option("--cache", o->cache_dir, "compile cache folder (default: $ATTN_TUNER_CACHE or ~/.cache/attn-tuner)");

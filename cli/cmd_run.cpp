@@ -71,6 +71,7 @@ void add_run_command(CLI::App& app) {
   auto iterations = std::make_shared<std::int64_t>(0);
   auto detach = std::make_shared<bool>(false);
   auto worker_exe = std::make_shared<std::string>();
+  auto compile_procs = std::make_shared<int>(-1);  // -1: RunOptions' default
   auto proposer = std::make_shared<ProposerCli>();
   auto gpus = std::make_shared<std::string>();
   auto shard = std::make_shared<std::string>();
@@ -86,6 +87,8 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--db", o->db_path, "experiment DB (SQLite)")->capture_default_str();
   cmd->add_option("--tsv", o->tsv_path, "iters.tsv to append to (default: beside the DB)");
   cmd->add_option("--jobs", o->compile_jobs, "NVRTC compile threads (default: all cores)");
+  cmd->add_option("--compile-procs", *compile_procs,
+                  "NVRTC in N compile worker processes (default: one per core; 0: in the daemon's process)");
   cmd->add_option("--cache", o->cache_dir, "cubin cache folder (default: $ATTN_TUNER_CACHE or ~/.cache/attn-tuner)");
   cmd->add_option("--min-samples", o->timing.min_samples, "timing: fewest samples per case")->capture_default_str();
   cmd->add_option("--max-samples", o->timing.max_samples, "timing: most samples per case")->capture_default_str();
@@ -121,7 +124,7 @@ void add_run_command(CLI::App& app) {
                   "tune only shard i of N of every template's configs, e.g. 0/4 (Slurm job arrays; docs/scale-out.md)");
   cmd->add_option("--worker-exe", *worker_exe, "program to run as the GPU worker (tests); default: this binary")->group("");
   cmd->add_flag("--detach", *detach, "run in the background: pid file <db>.pid, log <db>.log");
-  cmd->callback([o, budget, iterations, detach, worker_exe, fidelity, no_holdout, proposer, gpus, shard] {
+  cmd->callback([o, budget, iterations, detach, worker_exe, compile_procs, fidelity, no_holdout, proposer, gpus, shard] {
     try {
       if (!gpus->empty()) o->gpus = parse_gpus(*gpus);
       if (!shard->empty()) o->shard = parse_shard(*shard);
@@ -145,6 +148,8 @@ void add_run_command(CLI::App& app) {
     o->ladder.screen_min_samples = std::min(o->ladder.screen_min_samples, o->ladder.screen_max_samples);
     if (o->ideas.enabled())
       o->ideas.dir = std::filesystem::absolute(o->ideas.dir).lexically_normal().string();  // --detach changes the cwd
+    if (*compile_procs < -1) throw CliError("--compile-procs must be 0 (NVRTC in the daemon) or more");
+    if (*compile_procs >= 0) o->compile_procs = unsigned(*compile_procs);
     if (!worker_exe->empty()) o->worker = WorkerCommand{*worker_exe, {}};
     // A read-only DB or folder, an unwritable iters.tsv or cache: a clear error before anything is logged.
     check_run_storage(o->db_path, tsv_path_of(*o), o->cache_dir);

@@ -102,6 +102,7 @@ void print_status(const std::string& db_path, bool as_json) {
                         {"champion", champ_it ? nlohmann::json(*champ_it) : nlohmann::json()},
                         {"shard", live_ok ? live.value("shard", nlohmann::json()) : nlohmann::json()},
                         {"gpus", live_ok && live.contains("gpus") ? live["gpus"] : nlohmann::json::array()},
+                        {"compile_pool", live_ok ? live.value("compile_pool", nlohmann::json()) : nlohmann::json()},
                         {"idea", live_ok ? live.value("idea", nlohmann::json()) : nlohmann::json()},
                         {"idea_queue", live_ok ? live.value("idea_queue", "") : ""},
                         {"proposer", live_ok ? live.value("proposer", "") : ""}};
@@ -129,6 +130,11 @@ void print_status(const std::string& db_path, bool as_json) {
                  g.value("rate_per_hour", 0.0), g.value("restarts", 0));
     }
   }
+  if (const auto pool = live_ok ? live.value("compile_pool", nlohmann::json()) : nlohmann::json();
+      pool.is_object() && pool.value("procs", 0) > 0)  // NVRTC in compile workers (run --compile-procs)
+    fmt::print("compile pool: {} worker processes ({} running, {} busy), {} compiles, {} failed, {} restart(s)\n",
+               pool.value("procs", 0), pool.value("processes", 0), pool.value("busy", 0), pool.value("compiles", 0),
+               pool.value("failures", 0), pool.value("restarts", 0));
   if (live_ok && run.status == RunStatus::running && !live.value("idea_queue", "").empty()) {
     const auto idea = live.value("idea", nlohmann::json());
     if (idea.is_object())

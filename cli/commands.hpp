@@ -17,6 +17,7 @@ void add_suites_command(CLI::App& app);   // workload: print a suite with work a
 void add_query_command(CLI::App& app);    // db: best | top N | history | show ITER | sql | tsv | proposals
 void add_compile_command(CLI::App& app);  // gpu: NVRTC-compile a template's configs (no GPU needed)
 void add_worker_command(CLI::App& app);   // gpu: the isolated GPU worker (JSON lines on stdin/stdout)
+void add_compile_worker_command(CLI::App& app);  // gpu: one process of the compile pool (NVRTC jobs as JSON lines)
 void add_bench_command(CLI::App& app);    // gpu: time one config on a suite, print per case and score
 void add_trace_command(CLI::App& app);    // gpu: a trace build of one config on one case: cycles per step of each role
 void add_run_command(CLI::App& app);      // daemon: the tuning loop

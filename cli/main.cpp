@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   attn::add_query_command(app);
   attn::add_compile_command(app);
   attn::add_worker_command(app);
+  attn::add_compile_worker_command(app);
   attn::add_bench_command(app);
   attn::add_trace_command(app);
   attn::add_run_command(app);

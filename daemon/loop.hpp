@@ -216,6 +216,9 @@ class Loop {
   /// Each GPU's state for `status`: index, UUID, worker pid, what it does, iterations finished on it, its
   /// rate (configs/hour over the run's wall time), worker restarts, busy time.
   nlohmann::json gpus_status() const;
+  /// The compile pool for `status`: threads, and with compile workers (RunOptions::compile_procs) their count
+  /// (procs), those running (processes, pids), busy, restarts, compiles and failures.
+  nlohmann::json compile_pool_status() const;
   void say(const std::string& line);
   /// Restart after a crash or kill: runs and iterations left `running` become interrupted, iters.tsv is
   /// rebuilt from the DB, and every config already evaluated on this suite is known to the search

@@ -224,10 +224,11 @@ void Loop::evaluate(InFlight& job, GpuSlot& slot) {
   it.compile_ms = cv.cache_hit ? 0.0 : cv.compile_ms;
   const std::string head = fmt::format("{} [{}]", job.proposal.proposal.move, tname);
 
-  if (!cv.ok) {
+  if (!cv.ok) {  // NVRTC's verdict, or the compile worker running it hung or died (restarted: gpu/compile_procs.hpp)
     it.status = IterationStatus::crash;
-    it.failure_kind = FailureKind::compile;
-    it.description = head + "; compile error: " + compile_error_line(cv.log);
+    it.failure_kind = cv.error;
+    it.description = head + (cv.error == FailureKind::compile ? "; compile error: " + compile_error_line(cv.log)
+                                                              : "; compile " + std::string(to_string(cv.error)) + ": " + cv.log);
     return finish(it, cfg, slot);
   }
   if (cv.cubin_path.empty()) {  // compiled, but the cubin could not be stored (full disk?): not the config's fault

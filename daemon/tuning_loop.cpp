@@ -55,6 +55,14 @@ std::string host_name() {
   return ::gethostname(buf, sizeof buf - 1) == 0 ? buf : "";
 }
 
+/// The daemon's compiler: its cache, and NVRTC in --compile-procs processes (default: one per hardware thread).
+CompilerOptions compiler_options(const RunOptions& o) {
+  CompilerOptions c;
+  c.cache_dir = o.cache_dir;
+  c.procs.procs = o.compile_procs.value_or(std::max(1u, std::thread::hardware_concurrency()));
+  return c;
+}
+
 }  // namespace
 
 Loop::Loop(const RunOptions& o, StopRequest& stop)
@@ -64,7 +72,7 @@ Loop::Loop(const RunOptions& o, StopRequest& stop)
       suite_label_(suite_label(o)),
       templates_dir_(o.templates_dir.empty() ? default_templates_dir() : o.templates_dir),
       tsv_path_(tsv_path_of(o)),
-      compiler_(CompilerOptions{o.cache_dir}),
+      compiler_(compiler_options(o)),
       pool_(compiler_, o.compile_jobs ? o.compile_jobs : std::max(1u, std::thread::hardware_concurrency())) {
   make_slots();
   cases_ = o.manifest.empty() ? builtin_suite(o.suite, o.root_seed) : suite_from_manifest_file(o.manifest);
@@ -186,6 +194,7 @@ void Loop::write_status(const std::string& current) {
                       {"holdout_seed", holdout_ ? nlohmann::json(holdout_->root_seed()) : nlohmann::json()},
                       {"shard", o_.shard ? nlohmann::json(o_.shard->text()) : nlohmann::json()},
                       {"gpus", gpus_status()},
+                      {"compile_pool", compile_pool_status()},
                       {"idea", idea_ ? nlohmann::json{{"id", idea_->rec.id}, {"file", idea_->rec.file},
                                                       {"status", idea_->rec.status},
                                                       {"template", idea_->rec.template_name},
@@ -218,6 +227,14 @@ nlohmann::json Loop::gpus_status() const {
   return list;
 }
 
+nlohmann::json Loop::compile_pool_status() const {
+  nlohmann::json j = {{"threads", pool_.threads()}, {"processes", 0}, {"procs", 0}};
+  if (const auto s = compiler_.procs_stats())
+    j.update({{"procs", s->procs}, {"processes", s->processes}, {"busy", s->busy}, {"restarts", s->restarts},
+              {"compiles", s->compiles}, {"failures", s->failures}, {"pids", s->pids}});
+  return j;
+}
+
 void Loop::say(const std::string& line) {
   if (o_.progress) fmt::print("{}\n", line);
   std::fflush(stdout);
@@ -234,9 +251,11 @@ void Loop::report_throughput() {
                   screened_out_ / hours, full_evals_, full_evals_ / hours));
   say(fmt::format("time: case building {:.1f} s, screening {:.1f} s, whole-suite evaluation (validation + timing) "
                   "{:.1f} s, champion re-timing {:.1f} s, held-out checks {:.1f} s, NVRTC {:.1f} s over {} compile "
-                  "threads (overlapped with the GPU)",
+                  "threads{} (overlapped with the GPU)",
                   prepare_ms_ / 1000, screen_ms_ / 1000, eval_ms_ / 1000, retime_ms_ / 1000, holdout_ms_ / 1000,
-                  compile_ms_ / 1000, pool_.threads()));
+                  compile_ms_ / 1000, pool_.threads(),
+                  compiler_.procs_stats() ? fmt::format(" and {} compile worker processes", compiler_.procs_stats()->procs)
+                                          : std::string(" in the daemon's process")));
 }
 
 }  // namespace tuning

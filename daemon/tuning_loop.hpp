@@ -33,6 +33,9 @@ struct RunOptions {
   std::optional<double> budget_s;       ///< wall-clock budget of this run
   std::optional<std::int64_t> max_iterations;
   unsigned compile_jobs = 0;            ///< 0 = hardware threads
+  /// NVRTC runs in this many compile worker processes (gpu/compile_procs.hpp); none = hardware threads,
+  /// 0 = in the daemon's process (NVRTC serialises inside one process: docs/results.md).
+  std::optional<unsigned> compile_procs;
   std::string cache_dir;                ///< "" = default_cache_dir()
   TimingParams timing;
   /// Watchdog: an evaluation may take watchdog_factor x the champion's last evaluation wall time, at

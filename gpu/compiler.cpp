@@ -1,8 +1,11 @@
 #include "gpu/compiler.hpp"
 
+#include "gpu/compile_procs.hpp"
 #include "gpu/cubin_patch.hpp"
+#include "gpu/nvrtc_job.hpp"
 
 #include <nvrtc.h>
+
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -67,32 +70,33 @@ std::vector<std::string> cuda_include_dirs() {
     if (end > pos) dirs.push_back(list.substr(pos, end - pos));
     pos = end + 1;
   }
+  std::error_code ec;
   if (!std::count(dirs.begin(), dirs.end(), "/usr/local/cuda/include") &&
-      fs::exists("/usr/local/cuda/include/cuda_bf16.h"))
+      fs::exists("/usr/local/cuda/include/cuda_bf16.h", ec))
     dirs.push_back("/usr/local/cuda/include");  // the toolkit location on the GPU machines
   return dirs;
 }
 
 // An include resolves like the preprocessor with -I<template dir>: beside the including file first, then in
 // the template's own directory (root), so blocks/x.cuh may include "blocks/y.cuh" or "hopper_common.cuh".
-void collect_includes(const fs::path& file, const fs::path& root, std::set<std::string>& seen,
-                      std::vector<std::pair<std::string, std::string>>& out) {
-  const auto text = read_text(file);
-  if (!text) return;
+// Each file is read once: its recorded text is the text whose includes are followed.
+void collect_includes(const fs::path& file, const std::string& text, const fs::path& root,
+                      std::set<std::string>& seen, std::vector<std::pair<std::string, std::string>>& out) {
   static const std::regex include_re(R"re(^\s*#\s*include\s*"([^"]+)")re");
-  std::istringstream lines(*text);
+  std::istringstream lines(text);
   std::string line;
   while (std::getline(lines, line)) {
     std::smatch m;
     if (!std::regex_search(line, m, include_re)) continue;
+    std::error_code ec;
     fs::path inc = file.parent_path() / m[1].str();
-    if (!fs::exists(inc)) inc = root / m[1].str();
-    const std::string key = fs::weakly_canonical(inc).string();
-    if (!seen.insert(key).second) continue;
+    if (!fs::exists(inc, ec)) inc = root / m[1].str();
+    const fs::path canonical = fs::weakly_canonical(inc, ec);
+    if (!seen.insert(ec ? inc.lexically_normal().string() : canonical.string()).second) continue;
     const auto inc_text = read_text(inc);
-    if (!inc_text) continue;
+    if (!inc_text) continue;  // NVRTC says "cannot open source file": a transient failure
     out.emplace_back(m[1].str(), *inc_text);
-    collect_includes(inc, root, seen, out);
+    collect_includes(inc, *inc_text, root, seen, out);
   }
 }
 
@@ -214,12 +218,25 @@ std::string compile_error_line(const std::string& log) {
   return line.size() > 200 ? line.substr(0, 200) + "..." : line;
 }
 
+CompileSources read_compile_sources(const std::string& source_path) {
+  auto source = read_text(source_path);
+  if (!source) throw std::invalid_argument("cannot read template source '" + source_path + "'");
+  CompileSources s;
+  s.source = std::move(*source);
+  std::error_code ec;
+  const fs::path canonical = fs::weakly_canonical(source_path, ec);
+  std::set<std::string> seen{ec ? source_path : canonical.string()};
+  collect_includes(source_path, s.source, fs::path(source_path).parent_path(), seen, s.headers);
+  std::sort(s.headers.begin(), s.headers.end());
+  return s;
+}
+
 std::vector<std::pair<std::string, std::string>> local_includes(const std::string& source_path) {
-  std::set<std::string> seen{fs::weakly_canonical(source_path).string()};
-  std::vector<std::pair<std::string, std::string>> out;
-  collect_includes(source_path, fs::path(source_path).parent_path(), seen, out);
-  std::sort(out.begin(), out.end());
-  return out;
+  try {
+    return read_compile_sources(source_path).headers;
+  } catch (const std::invalid_argument&) {
+    return {};
+  }
 }
 
 struct Compiler::InFlightFamilies {
@@ -230,6 +247,7 @@ struct Compiler::InFlightFamilies {
 Compiler::Compiler(CompilerOptions options)
     : options_(std::move(options)), in_flight_(std::make_shared<InFlightFamilies>()) {
   if (options_.cache_dir.empty()) options_.cache_dir = default_cache_dir();
+  if (options_.procs.procs > 0) procs_ = std::make_shared<CompileProcs>(options_.procs);
 }
 
 CompiledVariant Compiler::retry_transient(CompiledVariant result, const CompileRequest& req,
@@ -254,11 +272,9 @@ std::vector<std::string> Compiler::nvrtc_options(const CompileRequest& req) cons
   const fs::path dir = fs::path(req.source_path).parent_path();
   o.push_back("-I" + (dir.empty() ? std::string(".") : dir.string()));
   o.push_back("--ptxas-options=-v");
-  // NVRTC 13 keeps a cross-process cache of its own where a driver is installed (the GPU machine, not a
-  // CPU-only one); a config it has seen before comes back without the ptxas -v log (registers and spills
-  // unknown) and with its lookup time as the compile time. Our content-hashed cache is the one cache, so
-  // NVRTC's is off; the option changes no code, so it stays out of the hash (content_hash). What it cost:
-  // docs/results.md, "No idling on the GPU".
+  // NVRTC 13 keeps a cross-process cache of its own where a driver is installed: a config it has seen comes back
+  // without the ptxas -v log and with its lookup time as the compile time. Our content-hashed cache is the one
+  // cache; the option changes no code, so it stays out of the hash (content_hash).
   o.push_back(std::string(kNoNvrtcCache));
   for (const auto& [name, value] : req.defines) o.push_back(fmt::format("-D{}={}", name, value));
   o.insert(o.end(), req.extra_options.begin(), req.extra_options.end());
@@ -266,12 +282,14 @@ std::vector<std::string> Compiler::nvrtc_options(const CompileRequest& req) cons
 }
 
 std::string Compiler::content_hash(const CompileRequest& req) const {
-  const auto source = read_text(req.source_path);
-  if (!source) throw std::invalid_argument("cannot read template source '" + req.source_path + "'");
+  return content_hash(req, read_compile_sources(req.source_path));
+}
+
+std::string Compiler::content_hash(const CompileRequest& req, const CompileSources& src) const {
   Hasher h;
   h.add("attn-tuner compile v1");
-  h.add(*source);
-  for (const auto& [name, text] : local_includes(req.source_path)) {
+  h.add(src.source);
+  for (const auto& [name, text] : src.headers) {
     h.add(name);
     h.add(text);
   }
@@ -350,27 +368,40 @@ Config Compiler::patchable_values(const CompileRequest& req) {
   return out;
 }
 
-std::string Compiler::family_hash(const CompileRequest& req) const {
+std::string Compiler::family_hash(const CompileRequest& req, const CompileSources& src) const {
   CompileRequest family = req;
   for (const auto& name : req.patchable) family.defines.erase(name);
   family.patchable.clear();
-  return xxh128_hex("attn-tuner patch family v1 " + content_hash(family));
+  return xxh128_hex("attn-tuner patch family v1 " + content_hash(family, src));
 }
 
 CompiledVariant Compiler::compile(const CompileRequest& req) const {
+  try {
+    return compile_sources(req);
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const std::exception& e) {  // a file system or library error outside NVRTC: this call's failure
+    return failed(fmt::format("internal error while compiling '{}': {}", req.source_path, e.what()));
+  }
+}
+
+CompiledVariant Compiler::compile_sources(const CompileRequest& req) const {
   for (const auto& [name, value] : req.defines)
     if (!is_identifier(name)) return failed("config parameter '" + name + "' is not a C identifier");
   if (req.kernel.empty()) return failed("no kernel name given for '" + req.source_path + "'");
   if (const std::string o = process_state_option(req.extra_options); !o.empty() && !options_.allow_process_state)
     return failed("NVRTC option '" + o + "' refused: NVRTC 13.0 keeps --Ofast-compile for every later compile of "
                   "the process (other cubins for other configs)");
-  std::string hash, family;
+  // The one read of the template and its includes: hashed, and compiled, from these bytes.
+  CompileSources src;
   try {
-    hash = content_hash(req);  // throws "cannot read template source ..." when it cannot: a transient failure
-    if (options_.use_cache && !patchable_values(req).empty()) family = family_hash(req);
-  } catch (const std::exception& e) {
+    src = read_compile_sources(req.source_path);
+  } catch (const std::invalid_argument& e) {
     return failed(e.what(), {}, true);
   }
+  const std::string hash = content_hash(req, src);
+  const std::string family =
+      options_.use_cache && !patchable_values(req).empty() ? family_hash(req, src) : std::string();
   // Whether `v`'s cubin takes the patch (a build that compiles the parameters in has no attn_param_ symbols).
   const auto takes_patch = [&](CompiledVariant& v) {
     std::vector<char> probe = v.cubin;
@@ -385,64 +416,66 @@ CompiledVariant Compiler::compile(const CompileRequest& req) const {
     // A config of the same family compiled before (this run or an earlier one): patch its cubin.
     if (!family.empty())
       if (auto member = lookup(family))
-        if (auto v = from_sibling(*member, req)) return std::move(*v);
+        if (auto v = from_sibling(*member, req, hash)) return std::move(*v);
   }
+  if (family.empty()) return compile_fresh(req, src, hash);
   // One member of a family compiles at a time; another one asked meanwhile waits for it and is patched.
   std::promise<CompiledVariant> mine;
-  if (!family.empty()) {
-    std::shared_future<CompiledVariant> other;
-    {
-      std::lock_guard lock(in_flight_->mu);
-      const auto it = in_flight_->compiling.find(family);
-      if (it != in_flight_->compiling.end())
-        other = it->second;
-      else
-        in_flight_->compiling.emplace(family, mine.get_future().share());
-    }
-    if (other.valid()) {
-      if (auto v = from_sibling(other.get(), req)) return std::move(*v);
-      return compile_fresh(req, hash);  // not patchable after all: its own compile
-    }
+  std::shared_future<CompiledVariant> other;
+  {
+    std::lock_guard lock(in_flight_->mu);
+    const auto it = in_flight_->compiling.find(family);
+    if (it != in_flight_->compiling.end())
+      other = it->second;
+    else
+      in_flight_->compiling.emplace(family, mine.get_future().share());
   }
-  // The members waiting for this compile get its result (publish), or its exception should it throw; either
-  // way the family leaves the in-flight map.
-  struct Release {
-    const std::string& family;
-    InFlightFamilies& in_flight;
-    std::promise<CompiledVariant>& mine;
-    bool published = false;
-    void publish(const CompiledVariant& v) {
-      if (family.empty()) return;
-      mine.set_value(v);
-      published = true;
-      std::lock_guard lock(in_flight.mu);
-      in_flight.compiling.erase(family);
-    }
-    ~Release() {
-      if (family.empty() || published) return;
-      mine.set_exception(std::make_exception_ptr(std::runtime_error("the family's compile threw")));
-      std::lock_guard lock(in_flight.mu);
-      in_flight.compiling.erase(family);
-    }
-  } release{family, *in_flight_, mine};
-  CompiledVariant v = compile_fresh(req, hash);
-  // The family's entry: a copy of this member, kept only when its cubin takes the patch.
-  if (takes_patch(v)) {
-    CompiledVariant member = v;
-    store(member, family, req);
+  if (other.valid()) {  // get() rethrows what the family's compile threw (compiler.hpp: only std::bad_alloc)
+    if (auto v = from_sibling(other.get(), req, hash)) return std::move(*v);
+    return compile_fresh(req, src, hash);  // not patchable after all, or its compile failed in its worker
   }
-  release.publish(v);
+  // The members waiting for this compile get its result, or what it threw; either way the family leaves the
+  // in-flight map.
+  const auto leave = [&] {
+    std::lock_guard lock(in_flight_->mu);
+    in_flight_->compiling.erase(family);
+  };
+  CompiledVariant v;
+  try {
+    v = compile_fresh(req, src, hash);
+    // The family's entry: a copy of this member, kept only when its cubin takes the patch.
+    if (takes_patch(v)) {
+      CompiledVariant member = v;
+      store(member, family, req);
+    }
+  } catch (...) {
+    mine.set_exception(std::current_exception());
+    leave();
+    throw;
+  }
+  mine.set_value(v);
+  leave();
   return v;
 }
 
 std::optional<CompiledVariant> Compiler::from_sibling(const CompiledVariant& sibling, const CompileRequest& req) const {
-  if (!options_.use_cache || (!sibling.ok && (sibling.transient || sibling.hash.empty()))) return std::nullopt;
-  CompiledVariant v;
   try {
-    v.hash = content_hash(req);
+    return from_sibling(sibling, req, content_hash(req));
+  } catch (const std::bad_alloc&) {
+    throw;
   } catch (const std::exception&) {
     return std::nullopt;
   }
+}
+
+std::optional<CompiledVariant> Compiler::from_sibling(const CompiledVariant& sibling, const CompileRequest& req,
+                                                      const std::string& hash) const {
+  // Shared: a cubin, or NVRTC's verdict on the code; not a failure of the file system or of a compile worker.
+  if (!options_.use_cache || (!sibling.ok && (sibling.transient || sibling.hash.empty() ||
+                                              sibling.error != FailureKind::compile)))
+    return std::nullopt;
+  CompiledVariant v;
+  v.hash = hash;
   v.ok = sibling.ok;
   v.error = sibling.error;
   v.log = sibling.log;
@@ -460,54 +493,53 @@ std::optional<CompiledVariant> Compiler::from_sibling(const CompiledVariant& sib
   return v;
 }
 
-CompiledVariant Compiler::compile_fresh(const CompileRequest& req, const std::string& hash) const {
-  const auto source = read_text(req.source_path);
-  if (!source) return failed("cannot read template source '" + req.source_path + "'", {}, true);
-  const auto options = nvrtc_options(req);
-  std::vector<const char*> argv;
-  for (const auto& o : options) argv.push_back(o.c_str());
-
-  const auto t0 = std::chrono::steady_clock::now();
-  nvrtcProgram prog = nullptr;
-  if (nvrtcResult r = nvrtcCreateProgram(&prog, source->c_str(), req.source_path.c_str(), 0, nullptr, nullptr);
-      r != NVRTC_SUCCESS)
-    return failed(std::string("nvrtcCreateProgram: ") + nvrtcGetErrorString(r), hash);
-  const nvrtcResult rc = nvrtcCompileProgram(prog, int(argv.size()), argv.data());
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-
-  std::string log;
-  std::size_t log_size = 0;
-  if (nvrtcGetProgramLogSize(prog, &log_size) == NVRTC_SUCCESS && log_size > 1) {
-    log.resize(log_size);
-    nvrtcGetProgramLog(prog, log.data());
-    log.resize(log_size - 1);  // drop the terminating NUL
-  }
+CompiledVariant Compiler::compile_fresh(const CompileRequest& req, const CompileSources& src,
+                                        const std::string& hash) const {
+  // The headers go to NVRTC from memory, so the template's folder is not an include path: NVRTC reads no file
+  // of the template's (CUDA's own headers come from the toolkit's -I).
+  NvrtcJob job{req.source_path, src.source, src.headers, {}};
+  const fs::path dir = fs::path(req.source_path).parent_path();
+  const std::string template_dir = "-I" + (dir.empty() ? std::string(".") : dir.string());
+  for (auto& o : nvrtc_options(req))
+    if (o != template_dir) job.options.push_back(std::move(o));
   CompiledVariant v;
   v.hash = hash;
-  v.compile_ms = ms;
-  v.log = log;
-  if (rc == NVRTC_SUCCESS) {
-    std::size_t n = 0;
-    if (nvrtcGetCUBINSize(prog, &n) == NVRTC_SUCCESS && n > 0) {
-      v.cubin.resize(n);
-      nvrtcGetCUBIN(prog, v.cubin.data());
+  NvrtcOutput out;
+  if (procs_) {
+    CompileProcs::Result r = procs_->run(job);
+    if (!r.ok()) {  // the compile worker hung or died: this config's failure, never cached nor shared
+      v.error = r.failure;
+      v.log = r.message;
+      v.compile_ms = r.ms;
+      return v;
+    }
+    out = std::move(r.output);
+  } else {
+    out = run_nvrtc(job);
+  }
+  v.compile_ms = out.ms;
+  v.log = std::move(out.log);
+  if (out.rc == 0) {
+    if (!out.cubin.empty()) {
+      v.cubin = std::move(out.cubin);
       v.cubin_hash = cubin_hash(v.cubin);
       v.ok = true;
-      v.resources = parse_ptxas_resources(log, req.kernel);
+      v.resources = parse_ptxas_resources(v.log, req.kernel);
     } else {
       v.log += "\nnvrtcGetCUBIN: no cubin produced (is -arch a real sm_XX target?)";
     }
-  } else {
-    v.log = fmt::format("{}\n{}", nvrtcGetErrorString(rc), log);
   }
-  nvrtcDestroyProgram(&prog);
   if (!v.ok) v.error = FailureKind::compile;
   v.transient = !v.ok && missing_file(v.log);
-
   // Cache successes and genuine compile errors (deterministic); not internal NVRTC failures, and not a
   // header that could not be opened (the same content compiles once the file is back).
-  if (options_.use_cache && (v.ok || (rc == NVRTC_ERROR_COMPILATION && !v.transient))) store(v, hash, req);
+  if (options_.use_cache && (v.ok || (out.rc == nvrtc_compilation_error_code() && !v.transient))) store(v, hash, req);
   return v;
+}
+
+std::optional<CompileProcsStats> Compiler::procs_stats() const {
+  if (!procs_) return std::nullopt;
+  return procs_->stats();
 }
 
 // ---- CompilePool ----

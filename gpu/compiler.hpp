@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gpu/compile_procs.hpp"
 #include "gpu/failure.hpp"
 #include "core/config.hpp"
 
@@ -42,7 +43,9 @@ struct ResourceUsage {
   bool operator==(const ResourceUsage&) const = default;
 };
 
-/// A compiled config (a variant). ok = false: `error` is FailureKind::compile and `log` says why.
+/// A compiled config (a variant). ok = false: `log` says why, and `error` is FailureKind::compile (NVRTC's verdict,
+/// or the files could not be read: see `transient`), or hang / worker_died when the compile worker running it
+/// (CompilerOptions::procs) hung or died; those two are never cached nor shared with the config's family.
 struct CompiledVariant {
   bool ok = false;
   FailureKind error = FailureKind::none;
@@ -74,6 +77,9 @@ struct CompilerOptions {
   /// Accept --Ofast-compile (-Ofc) in a request's extra options: only for a process that compiles one config and
   /// nothing after it (`bench --nvrtc-option`), since NVRTC 13.0 keeps the setting for every later compile.
   bool allow_process_state = false;
+  /// NVRTC runs in `procs.procs` compile worker processes (gpu/compile_procs.hpp), 0: in this process. The
+  /// reading, hashing, cache and family waits stay in this process (Compiler::compile).
+  CompileProcsOptions procs;
 };
 
 /// XXH3-128 of a cubin's bytes as 32 lowercase hex chars, "" for an empty cubin. Two cubins with the same
@@ -100,26 +106,43 @@ ResourceUsage parse_ptxas_resources(const std::string& log, const std::string& k
 /// the reason shown for a compile failure.
 std::string compile_error_line(const std::string& log);
 
-/// Files a source pulls in with `#include "name"` (recursively, resolved beside the including file),
-/// as (name as written, file text) pairs sorted by name; files that do not exist are skipped.
+/// The bytes of one compile: a template's source and the files it pulls in with `#include "name"` (recursively,
+/// resolved beside the including file, then in the template's folder), as (name as written, file text) pairs
+/// sorted by name; files that do not exist are skipped (NVRTC then says "cannot open source file"). Each file is
+/// read once, and the includes followed are those of the text recorded.
+struct CompileSources {
+  std::string source;
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+/// Reads `source_path` and its local includes (CompileSources). Throws std::invalid_argument ("cannot read
+/// template source ...") when the source cannot be read.
+CompileSources read_compile_sources(const std::string& source_path);
+/// read_compile_sources(source_path).headers; empty when the source cannot be read.
 std::vector<std::pair<std::string, std::string>> local_includes(const std::string& source_path);
 
-/// Thread-safe: compile() may run on many threads at once (each call owns its nvrtcProgram; cache files
-/// are written to a temporary name and renamed into place).
+/// Thread-safe: compile() may run on many threads at once (each call owns its nvrtcProgram, or a compile worker
+/// for the time of its NVRTC run; cache files are written to a temporary name and renamed into place, so several
+/// processes can share the cache folder).
 class Compiler {
  public:
   explicit Compiler(CompilerOptions options = {});
 
-  /// Compiles (or loads from the cache). Never throws: any problem (unreadable source, bad define name,
-  /// NVRTC error) gives ok = false, error = FailureKind::compile and the reason in `log`. An extra option
+  /// Compiles (or loads from the cache). The template and its includes are read once (read_compile_sources):
+  /// the content hash, the family's hash and NVRTC (headers given in memory, no -I to the template's folder)
+  /// all use those bytes, so a folder rewritten meanwhile never leaves one text's cubin under another's hash.
+  /// Any problem (unreadable source, bad define name, NVRTC error, a compile worker that hung or died, a file
+  /// system error) gives ok = false, the reason in `log` and `error` as CompiledVariant says. An extra option
   /// --Ofast-compile / -Ofc is refused that way (NVRTC 13.0 keeps it for every later compile of the process).
+  /// Throws only std::bad_alloc; a call waiting for the same family's compile (CompileRequest::patchable) then
+  /// throws the same exception.
   CompiledVariant compile(const CompileRequest& req) const;
 
   /// `req`'s variant from `sibling`, a compile of a config that differs from `req` only in patchable defines
   /// (CompileRequest::patchable): its cubin with `req`'s values written in, stored in the cache under `req`'s
   /// hash; cache_hit = true, compile_ms and log are the sibling's, patched_from its hash. A sibling that failed
   /// to compile (not transiently) gives the same failure under `req`'s hash: the code is the same. nullopt when
-  /// it cannot be patched (a transient failure, no such symbols, no cache): compile `req` instead.
+  /// it cannot be patched (a transient failure, a failure of a compile worker, no such symbols, no cache, `req`'s
+  /// source unreadable): compile `req` instead. Throws only std::bad_alloc.
   std::optional<CompiledVariant> from_sibling(const CompiledVariant& sibling, const CompileRequest& req) const;
 
   /// Retries of a compile that failed because a file could not be read, and the wait before each.
@@ -133,13 +156,19 @@ class Compiler {
                                   const std::function<void(int, const CompiledVariant&)>& before_retry = {}) const;
 
   /// The NVRTC options for `req`: -arch, -std=c++17, -I<cuda include>, -I<template dir>,
-  /// --ptxas-options=-v, -DNAME=VALUE per define (sorted), then the extra options.
+  /// --ptxas-options=-v, -DNAME=VALUE per define (sorted), then the extra options. compile() passes them all
+  /// but -I<template dir> (its headers come from memory).
   std::vector<std::string> nvrtc_options(const CompileRequest& req) const;
 
   /// XXH3-128 (32 hex chars) of: source text, every local include (name and text), sorted defines, the
   /// options other than -I paths (includes count by content, not location), arch, kernel name and NVRTC
   /// version. Throws std::invalid_argument when the source cannot be read.
   std::string content_hash(const CompileRequest& req) const;
+  /// The same hash of sources already read.
+  std::string content_hash(const CompileRequest& req, const CompileSources& sources) const;
+
+  /// The compile workers' counters (CompilerOptions::procs), nullopt when NVRTC runs in this process.
+  std::optional<CompileProcsStats> procs_stats() const;
 
   const CompilerOptions& options() const { return options_; }
   const std::string& cache_dir() const { return options_.cache_dir; }
@@ -150,18 +179,26 @@ class Compiler {
   /// from it instead of running NVRTC too. Shared by copies of this compiler.
   struct InFlightFamilies;
   std::shared_ptr<InFlightFamilies> in_flight_;
+  /// The compile workers (CompilerOptions::procs), shared by copies of this compiler; null: NVRTC in this process.
+  std::shared_ptr<CompileProcs> procs_;
 
   /// The cache entry `hash` (a complete one), or nullopt.
   std::optional<CompiledVariant> lookup(const std::string& hash) const;
   /// Writes `v` (ok, or a deterministic compile error) as cache entry `hash`; sets v.cubin_path. False and a
   /// note in v.log when the write failed.
   bool store(CompiledVariant& v, const std::string& hash, const CompileRequest& req) const;
-  /// NVRTC run for `req` (content hash `hash`), stored in the cache when on.
-  CompiledVariant compile_fresh(const CompileRequest& req, const std::string& hash) const;
+  /// compile() but for the exceptions it turns into failures.
+  CompiledVariant compile_sources(const CompileRequest& req) const;
+  /// from_sibling for `req` of content hash `hash`.
+  std::optional<CompiledVariant> from_sibling(const CompiledVariant& sibling, const CompileRequest& req,
+                                              const std::string& hash) const;
+  /// NVRTC run of `sources` for `req` (content hash `hash`), here or in a compile worker; stored in the cache
+  /// when on and deterministic (a cubin or a compile error).
+  CompiledVariant compile_fresh(const CompileRequest& req, const CompileSources& sources, const std::string& hash) const;
   /// The patchable defines `req` sets, with their values (empty: nothing to share).
   static Config patchable_values(const CompileRequest& req);
   /// Cache key of the configs that differ from `req` only in patchable defines.
-  std::string family_hash(const CompileRequest& req) const;
+  std::string family_hash(const CompileRequest& req, const CompileSources& sources) const;
 };
 
 /// N threads compiling ahead while the GPU is busy. Destruction drops requests not yet started (their

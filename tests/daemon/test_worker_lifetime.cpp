@@ -7,10 +7,13 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
 #include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include <gtest/gtest.h>
 
@@ -86,6 +89,55 @@ TEST(WorkerLifetime, HangingWorkerDiesWithItsSigkilledDaemon) {
   test::wait_exit(daemon);
   EXPECT_EQ(wait_group_gone(rec->pgid, 3s), 0u) << "the hanging worker outlived its daemon";
   ::kill(-rec->pgid, SIGKILL);  // leave nothing behind, even when the check above failed
+}
+
+/// The daemon's compile workers (`attn-tuner compile-worker` children of `daemon`) alive now.
+std::vector<pid_t> compile_workers_of(pid_t daemon) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const auto p = process_info(pid_t(std::stol(name)));
+    if (p && p->ppid == daemon && p->cmdline.find("compile-worker") != std::string::npos) out.push_back(p->pid);
+  }
+  return out;
+}
+
+// The compile workers die with their daemon too (their death signal, gpu/compile_procs.hpp): SIGKILLed while every
+// worker is in the middle of a compile (the test hook makes each sleep), it leaves no process behind.
+TEST(WorkerLifetime, BusyCompileWorkersDieWithTheirSigkilledDaemon) {
+  test::DaemonFixture f;
+  const pid_t daemon = test::spawn_tuner(f.args("--compile-procs 2"),
+                                         "ATTN_COMPILE_WORKER_SLEEP='block_sparse_attn_fwd:60'", f.dir + "/daemon.log");
+  std::vector<pid_t> workers;
+  for (int i = 0; i < 6000 && workers.size() < 2; ++i) {
+    workers = compile_workers_of(daemon);
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_EQ(workers.size(), 2u) << test::read_text(f.dir + "/daemon.log");
+  ASSERT_EQ(::kill(daemon, SIGKILL), 0);
+  test::wait_exit(daemon);
+  for (const pid_t w : workers) {
+    for (int i = 0; i < 300 && process_info(w); ++i) std::this_thread::sleep_for(10ms);
+    EXPECT_FALSE(process_info(w)) << "compile worker " << w << " outlived its daemon";
+    ::kill(w, SIGKILL);  // leave nothing behind, even when the check above failed
+  }
+}
+
+// `status` shows the compile pool: its processes, and the compiles they ran.
+TEST(WorkerLifetime, StatusShowsTheCompilePool) {
+  test::DaemonFixture f;
+  const test::Output run = test::run_tuner(f.args("--iterations 3 --compile-procs 2"));
+  ASSERT_EQ(run.code, 0) << run.text;
+  const test::Output js = test::run_tuner("status --json --db '" + f.db + "'");
+  ASSERT_EQ(js.code, 0) << js.text;
+  const auto j = nlohmann::json::parse(js.text);
+  EXPECT_EQ(j["compile_pool"]["procs"], 2) << js.text;
+  EXPECT_GE(j["compile_pool"]["compiles"].get<int>(), 1) << js.text;
+  EXPECT_EQ(j["compile_pool"]["restarts"], 0) << js.text;
+  const test::Output text = test::run_tuner("status --db '" + f.db + "'");
+  EXPECT_NE(text.text.find("compile pool: 2 worker processes"), std::string::npos) << text.text;
 }
 
 TEST(WorkerLifetime, SurvivingWorkerGroupIsKilledByTheNextDaemonAndStatusSaysSo) {
