@@ -134,8 +134,12 @@ TEST(CompileProcs, AHungWorkerIsKilledAtTheTimeoutAndReplaced) {
   Kernel k;
   const Compiler c(pool_options(1, 60, 1500ms));
   const auto t0 = std::chrono::steady_clock::now();
-  const CompiledVariant v = c.compile(k.req(k.slow, 1));
+  auto hung = std::async(std::launch::async, [&] { return c.compile(k.req(k.slow, 1)); });
+  const pid_t pid = busy_worker(c);
+  ASSERT_GT(pid, 0);
+  const CompiledVariant v = hung.get();
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_TRUE(process_gone(pid)) << "the hung worker was not killed";
   EXPECT_FALSE(v.ok);
   EXPECT_EQ(v.error, FailureKind::hang);
   EXPECT_NE(v.log.find("within 1500 ms"), std::string::npos) << v.log;
@@ -175,7 +179,7 @@ TEST(CompileProcs, AFamilysWaiterDoesNotInheritAWorkersDeath) {
 }
 
 TEST(CompileProcs, Base64RoundTrips) {
-  for (const std::string s : {"", "a", "ab", "abc", "abcd", std::string("\0\xff\x10 x", 5)}) {
+  for (const std::string& s : std::vector<std::string>{"", "a", "ab", "abc", "abcd", std::string("\0\xff\x10 x", 5)}) {
     const std::string e = base64_encode(s);
     EXPECT_EQ(e.size() % 4, 0u);
     const std::vector<char> d = base64_decode(e);

@@ -112,6 +112,42 @@ TEST(CompileSources, TheSameHoldsWithNvrtcInACompileWorker) {
   check_one_read(o);
 }
 
+// The same with a plain file replaced (write and rename, as an editor or a sync does) every millisecond during
+// eight compiles, each into a fresh cache: whichever text a compile read, its cache entry holds that text's cubin.
+// A compile that reads the header twice mixes them about every other time.
+TEST(CompileSources, AHeaderReplacedInALoopNeverMixesTwoTextsInOneEntry) {
+  const std::string dir = test::temp_dir("attn-swap");
+  write(dir + "/value.cu", kSource);
+  write(dir + "/value.cuh", kFirst);
+  const CompiledVariant first = clean_build(kFirst, {}), later = clean_build(kLater, {});
+  ASSERT_TRUE(first.ok && later.ok) << first.log << later.log;
+  std::atomic<bool> done{false};
+  std::thread swapper([&] {
+    for (int i = 0; !done; ++i) {
+      write(dir + "/value.cuh.tmp", i % 2 ? kLater : kFirst);
+      fs::rename(dir + "/value.cuh.tmp", dir + "/value.cuh");
+      std::this_thread::sleep_for(1ms);
+    }
+  });
+  int mixed = 0, seen_first = 0, seen_later = 0;
+  for (int k = 0; k < 8; ++k) {
+    CompilerOptions o;
+    o.cache_dir = test::temp_dir("attn-cache");
+    const CompiledVariant v = Compiler(o).compile({dir + "/value.cu", "value_kernel", {}, {}});
+    if (!v.ok) continue;  // the moment of a rename: a missing file, transient, never cached
+    std::ifstream cached(o.cache_dir + "/" + v.hash + ".cubin", std::ios::binary);
+    const std::vector<char> bytes((std::istreambuf_iterator<char>(cached)), std::istreambuf_iterator<char>());
+    const CompiledVariant& want = v.hash == first.hash ? first : later;
+    EXPECT_TRUE(v.hash == first.hash || v.hash == later.hash);
+    mixed += v.cubin_hash != want.cubin_hash || cubin_hash(bytes) != want.cubin_hash;
+    (v.hash == first.hash ? seen_first : seen_later)++;
+  }
+  done = true;
+  swapper.join();
+  EXPECT_EQ(mixed, 0) << "compiles whose cache entry holds the other text's cubin";
+  EXPECT_GT(seen_first + seen_later, 4);
+}
+
 TEST(CompileSources, ReadsTheSourceAndItsIncludesOnceAsNvrtcSeesThem) {
   const std::string dir = test::temp_dir("attn-src");
   fs::create_directories(dir + "/blocks");
