@@ -19,7 +19,6 @@
 #include "gpu/abi_check.hpp"
 #include "tuner/compile_request.hpp"
 #include "tuner/proposal_template.hpp"
-#include "tuner/template_defaults.hpp"
 
 namespace attn {
 namespace fs = std::filesystem;
@@ -187,10 +186,6 @@ ProposalCheck check_proposal(const std::string& workdir, const std::string& inst
   }
   TemplateSpace& space = *loaded;
   r.default_config = space.default_config();
-  if (const auto d = default_disagreements(space); !d.empty())
-    return reject(FailureKind::proposal, fmt::format("{} and the source disagree on a default ({}): the JSON default "
-                                                     "is the one a config gets, drop the source's fallback or give "
-                                                     "it the same value", kProposalSpace, d.front()));
 
   // NVRTC, then the ABI.
   const CompileRequest req = compile_request(space, space.default_config());

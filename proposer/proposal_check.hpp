@@ -33,8 +33,7 @@ struct ProposalCheck {
 ///    `workdir` (no symlinks), the source at most 1 MiB, the description one non-empty line (<= 300 chars);
 ///    every local include a relative path inside `workdir` without "..", a regular file;
 /// 2. the JSON parses and is an object; its kernel, when given, is the parent's; name and source are set;
-///    TemplateSpace::load accepts the installed file; a fallback the source or a header keeps for a parameter
-///    equals its JSON default (default_disagreements, tuner/template_defaults.hpp);
+///    TemplateSpace::load accepts the installed file;
 /// 3. the default config compiles with `compiler` (failure: FailureKind::compile, first error line);
 /// 4. check_kernel_abi passes for the default config.
 /// The diff (unified, `diff -u` of diffutils) of the source, space and headers against the parent's is

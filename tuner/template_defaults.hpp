@@ -1,7 +1,8 @@
 // One source for a template's defaults: the space's JSON "default". A template source may not keep a second copy
 // that disagrees: the repository's templates have none for their parameters (`#error` when one is not given,
 // kernels_templates/ABI.md), and a fallback a source keeps for a macro (a measurement switch, an idea's new axis)
-// must equal the JSON default wherever that macro is a parameter.
+// must equal the JSON default wherever that macro is a parameter (tests/tuner/template_defaults_test.cpp checks
+// the repository's, the tests' and lab/ideas' templates).
 #pragma once
 #include <string>
 #include <string_view>
