@@ -14,8 +14,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "daemon/seed_rounds.hpp"
 #include "db/store.hpp"
 #include "tests/daemon/daemon_harness.hpp"
+#include "workload/case_spec.hpp"
 
 namespace attn {
 namespace {
@@ -362,6 +364,30 @@ TEST(Ideas, AProposerBesideIdeasIsNotBlamedForTheDaemonsWritesInItsFolder) {
   ASSERT_TRUE(db.ideas()[0].proposal_id);
   EXPECT_GT(*db.ideas()[0].proposal_id, 1);  // begun after the first proposer call (proposal 1) started
   EXPECT_TRUE(fs::exists(cache)) << "the test must compile into the DB's folder";
+}
+
+// A held-out failure keeps its kind: an idea that wins the A/B/A on the tuning seed but times below its roofline floor
+// on the held-out seed (fake_verdict_below_floor_seed_<S>: only an eval of a case of seed S) is broken, below_floor.
+TEST(Ideas, AnIdeaThatFailsOnTheHeldOutSeedIsBrokenWithThatFailuresKind) {
+  IdeaFixture f;
+  const std::int64_t held_out = builtin_suite("quick", kDefaultHoldoutSeed).front().seed;
+  for (const auto& c : builtin_suite("quick", 0)) ASSERT_NE(c.seed, held_out) << c.case_id;  // the tuning seed's cases
+  f.queue_idea("cheat.idea", test::fake_axis_idea("faster, and below the floor on the held-out seed", "", "CHEAT", "CHEAT",
+                                                  "extern \"C\" __device__ int fake_speed_pct_80 = 1, "
+                                                  "fake_verdict_below_floor_seed_" + std::to_string(held_out) + " = 1;"));
+  std::string args = f.args("");
+  args.replace(args.find("--suite smoke"), 13, "--suite quick");
+  const test::Output out = test::run_tuner(args);
+  ASSERT_EQ(out.code, 0) << out.text;
+  auto db = ExperimentDb::open(f.db, ExperimentDb::Mode::read_only);
+  ASSERT_EQ(db.ideas().size(), 1u) << out.text;
+  const IdeaRecord i = db.ideas()[0];
+  EXPECT_EQ(i.verdict, IdeaVerdict::broken) << i.reason;
+  EXPECT_EQ(i.broken_kind, IdeaBrokenKind::below_floor) << to_string(i.broken_kind) << ": " << i.reason;
+  EXPECT_EQ(i.reason.rfind("on the held-out seed: below_floor: case quick-", 0), 0u) << i.reason;
+  EXPECT_NEAR(*i.delta_pct, -20.0, 0.01) << i.reason;  // it won the A/B/A on the tuning seed
+  EXPECT_TRUE(i.holdout_parent_ms);
+  EXPECT_FALSE(i.holdout_idea_ms);
 }
 
 TEST(Ideas, AnIdeaCutOffByAKilledDaemonRunsAgainFromTheStart) {
