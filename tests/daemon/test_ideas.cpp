@@ -9,6 +9,8 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <optional>
+#include <stdexcept>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -78,6 +80,17 @@ const std::string kStack = R"(Description: even faster on top of FAST
 std::string after_f(const std::string& description, const std::string& added) {
   return "Description: " + description + "\n\n--- a/fake.cu\n+++ b/fake.cu\n@@ -10,5 +10,6 @@\n #ifndef F\n #define F 0\n"
          " #endif\n+" + added + "\n #if F == 5\n #error \"deliberate compile error (F = 5)\"\n";
+}
+
+/// The DB of a daemon that is starting: none until the file exists with its schema (a DB opened while the daemon
+/// creates it is empty).
+std::optional<ExperimentDb> open_when_ready(const std::string& path) {
+  if (!fs::exists(path)) return std::nullopt;
+  try {
+    return ExperimentDb::open(path, ExperimentDb::Mode::read_only);
+  } catch (const std::runtime_error&) {
+    return std::nullopt;
+  }
 }
 
 std::int64_t count_iterations_of(ExperimentDb& db, const std::string& tname) {
@@ -201,9 +214,8 @@ TEST(Ideas, AnIdeaDroppedIntoARunningDaemonIsJudgedAndAVanishedQueueIsReported) 
   // Wait for the daemon to have a champion, then drop the idea.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   auto finished = [&] {
-    if (!fs::exists(f.db)) return std::size_t(0);
-    auto db = ExperimentDb::open(f.db, ExperimentDb::Mode::read_only);
-    return db.iterations().size();
+    auto db = open_when_ready(f.db);
+    return db ? db->iterations().size() : std::size_t(0);
   };
   while (finished() < 2 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -399,9 +411,9 @@ TEST(Ideas, AnIdeaCutOffByAKilledDaemonRunsAgainFromTheStart) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(40);
   while (!tuning && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    if (!fs::exists(f.db)) continue;
-    auto db = ExperimentDb::open(f.db, ExperimentDb::Mode::read_only);
-    for (const auto& i : db.ideas())
+    auto db = open_when_ready(f.db);
+    if (!db) continue;
+    for (const auto& i : db->ideas())
       if (i.status == IdeaStatus::tuning) tuning = i;
   }
   ASSERT_TRUE(tuning) << test::read_text(log);
