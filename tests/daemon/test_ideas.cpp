@@ -372,7 +372,8 @@ TEST(Ideas, AProposerBesideIdeasIsNotBlamedForTheDaemonsWritesInItsFolder) {
   }
   EXPECT_GE(proposer_calls, 1);
   ASSERT_EQ(db.ideas().size(), 1u);
-  EXPECT_EQ(db.ideas()[0].verdict, IdeaVerdict::win);
+  EXPECT_EQ(db.ideas()[0].verdict, IdeaVerdict::win)
+      << to_string(db.ideas()[0].status) << ": " << db.ideas()[0].reason << "\n" << out.text;
   ASSERT_TRUE(db.ideas()[0].proposal_id);
   EXPECT_GT(*db.ideas()[0].proposal_id, 1);  // begun after the first proposer call (proposal 1) started
   EXPECT_TRUE(fs::exists(cache)) << "the test must compile into the DB's folder";
