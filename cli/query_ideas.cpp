@@ -21,10 +21,13 @@ nlohmann::json opt(const std::optional<std::int64_t>& v) { return v ? nlohmann::
 
 /// Verdict order for the ranking: wins, no gain, slower, broken, then those without a verdict.
 int verdict_rank(const IdeaRecord& i) {
-  if (i.verdict == "win") return 0;
-  if (i.verdict == "no_gain") return 1;
-  if (i.verdict == "slower") return 2;
-  if (i.verdict == "broken") return 3;
+  switch (i.verdict) {
+    case IdeaVerdict::win: return 0;
+    case IdeaVerdict::no_gain: return 1;
+    case IdeaVerdict::slower: return 2;
+    case IdeaVerdict::broken: return 3;
+    case IdeaVerdict::none: break;
+  }
   return 4;
 }
 
@@ -32,8 +35,8 @@ nlohmann::json idea_json(const IdeaRecord& i) {
   return {{"id", i.id}, {"run_id", i.run_id}, {"file", i.file}, {"idea_hash", i.idea_hash},
           {"description", i.description}, {"hypothesis", i.hypothesis}, {"parent_template", i.parent_template},
           {"parent_iteration", opt(i.parent_iteration_id)}, {"proposal_id", opt(i.proposal_id)},
-          {"template", i.template_name}, {"status", i.status}, {"verdict", i.verdict},
-          {"broken_kind", i.broken_kind}, {"reason", i.reason}, {"configs", i.configs},
+          {"template", i.template_name}, {"status", to_string(i.status)}, {"verdict", to_string(i.verdict)},
+          {"broken_kind", to_string(i.broken_kind)}, {"reason", i.reason}, {"configs", i.configs},
           {"best_iteration", opt(i.best_iteration_id)}, {"best_ms", opt(i.best_ms)}, {"parent_ms", opt(i.parent_ms)},
           {"idea_ms", opt(i.idea_ms)}, {"delta_pct", opt(i.delta_pct)}, {"noise_pct", opt(i.noise_pct)},
           {"aba", nlohmann::json::parse(i.aba_json, nullptr, false)},
@@ -60,8 +63,9 @@ std::string render_ideas(ExperimentDb& db, const std::string& format, const std:
                      i->parent_iteration_id ? std::to_string(*i->parent_iteration_id) : "-",
                      i->template_name.empty() ? "-" : i->template_name,
                      i->proposal_id ? std::to_string(*i->proposal_id) : "-");
-    s += fmt::format("status: {}; verdict: {}{}\n", i->status, i->verdict.empty() ? "-" : i->verdict,
-                     i->broken_kind.empty() ? "" : " (" + i->broken_kind + ")");
+    s += fmt::format("status: {}; verdict: {}{}\n", to_string(i->status),
+                     i->verdict == IdeaVerdict::none ? "-" : to_string(i->verdict),
+                     i->broken_kind == IdeaBrokenKind::none ? "" : fmt::format(" ({})", to_string(i->broken_kind)));
     if (!i->reason.empty()) s += "why: " + i->reason + "\n";
     s += fmt::format("configs tuned: {}; best {} ms (iter {}); A/B/A: parent {} ms, idea {} ms, delta {} % (noise {} %); "
                      "held-out: parent {} ms, idea {} ms; GPU {} s, wall {} s\n",
@@ -92,7 +96,11 @@ std::string render_ideas(ExperimentDb& db, const std::string& format, const std:
     const std::string holdout = i.holdout_idea_ms || i.holdout_parent_ms
                                     ? fmt::format("{}/{}", num(i.holdout_parent_ms, "{:.4f}"), num(i.holdout_idea_ms, "{:.4f}"))
                                     : "-";
-    const std::string verdict = i.status != "done" ? i.status : i.verdict + (i.broken_kind.empty() ? "" : ":" + i.broken_kind);
+    const std::string verdict =
+        i.status != IdeaStatus::done
+            ? to_string(i.status)
+            : to_string(i.verdict) +
+                  (i.broken_kind == IdeaBrokenKind::none ? "" : fmt::format(":{}", to_string(i.broken_kind)));
     const std::string suite = suite_of_run.count(i.run_id) ? suite_of_run[i.run_id] : "-";
     table.rows.push_back({std::to_string(i.id), i.file, suite, i.parent_template.empty() ? "-" : i.parent_template,
                           std::to_string(i.configs), format_ms(i.best_ms), pct(i.delta_pct), num(i.noise_pct, "{:.2f}"),

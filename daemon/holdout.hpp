@@ -19,6 +19,8 @@ namespace attn {
 struct HoldoutResult {
   bool ok = false;        ///< every held-out case passed validation and was timed
   std::string failure;    ///< why not ("wrong result on full-window-2: ...", "worker_died: ...")
+  /// The failure's kind; none when ok, or when it failed without one (no score, the cases could not be built).
+  FailureKind kind = FailureKind::none;
   Measured measured;      ///< scores on the held-out cases (when ok)
   std::vector<CaseResultRecord> cases;
 };
@@ -41,7 +43,11 @@ class HoldoutChecker {
 
   /// The PromotionGate (daemon/champion_book.hpp). Allows iff the challenger is valid on every held-out
   /// case and, when there is an incumbent that is valid there, its held-out score for `scope` is below
-  /// the incumbent's. Records each contender's held-out measurement once per challenge.
+  /// the incumbent's (strictly: a tie keeps the incumbent). Records each contender's held-out measurement once
+  /// per challenge. Stricter on purpose than an idea's held-out check (tuner/idea_rule.hpp decide_idea, which
+  /// demotes a win only when it is slower there by more than the noise): a challenger is the fastest of many
+  /// configs timed on the tuning seed, so its lead leans on that seed's inputs, and refusing a tie costs
+  /// nothing (the incumbent stays, the search goes on).
   GateVerdict gate(int scope, const Contender& challenger, const Contender* incumbent);
 
   /// Confirms every current champion of `book` that has no held-out check at this root seed yet (role

@@ -21,6 +21,7 @@
 
 #include "daemon/champion_book.hpp"
 #include "daemon/idea_queue.hpp"
+#include "daemon/idea_session.hpp"
 #include "proposer/idea_apply.hpp"
 #include "daemon/holdout.hpp"
 #include "daemon/stale_worker.hpp"
@@ -29,6 +30,7 @@
 #include "db/store.hpp"
 #include "gpu/compiler.hpp"
 #include "tuner/compile_request.hpp"
+#include "tuner/idea_rule.hpp"
 #include "tuner/multi_search.hpp"
 #include "workload/case_spec.hpp"
 
@@ -41,6 +43,9 @@ inline double seconds_since(Clock::time_point t) { return std::chrono::duration<
 
 /// The worker's answer as the champion rule measures it: score, family medians, wall time, worst spread.
 Measured to_measured(const EvalResponse& r);
+/// The kind an eval's failure is recorded with: worker_died for a request the worker rejected, else the
+/// status's own kind (none when it is ok).
+FailureKind failure_kind(const ReplyStatus& s);
 /// One case's result as the DB stores it (timing fields only when timed, diffs only when validated).
 CaseResultRecord to_record(const CaseResult& c);
 /// "N regs[, spills S+L B][, wgmma serialized]": a variant's resources for the iteration's description.
@@ -56,20 +61,12 @@ struct InFlight {
   bool sibling = false;  // refill() counts the compile pool's work by the others
 };
 
-/// The idea being worked on (daemon/loop_ideas.cpp): its row, its file, the check running beside the
-/// tuning (valid until finished), and what its template has been given.
-struct ActiveIdea {
-  IdeaRecord rec;
-  IdeaFile file;
-  std::future<IdeaApplied> check;
-  Clock::time_point t0 = Clock::now();
-  std::size_t issued = 0, finished = 0;  // configs of its template handed to the compile pool / finished
-  /// Values the idea adds (a new axis' values but its default; values added to an existing axis): a config
-  /// runs the idea's code only when it uses one. Empty: every config runs it (a plain code change).
-  std::map<std::string, std::set<std::int64_t>> new_values;
-  /// Whether `c` runs the idea (see new_values).
-  bool active(const Config& c) const;
-  double gpu_ms = 0;                     // its iterations' GPU time and its judging
+/// What an idea's judging starts from (Loop::pick_idea_contenders), copied out of the search state.
+struct IdeaPick {
+  Champion parent_best;            ///< the parent's best config now
+  Champion best;                   ///< the idea's fastest config with the idea on
+  std::optional<Champion> paired;  ///< the parent's best config with the idea's values on: its fastest valid look
+  std::string inactive_note;       ///< "; its fastest config overall (...) has the idea off", or ""
 };
 
 /// One GPU and its isolated worker (docs/scale-out.md). Every field but `worker`'s I/O is guarded by the
@@ -150,12 +147,7 @@ class Loop {
   std::vector<CaseSpec> holdout_cases_;
   std::unique_ptr<HoldoutChecker> holdout_;
   std::int64_t screened_out_ = 0, full_evals_ = 0;  // this run
-  // The idea queue (daemon/loop_ideas.cpp, docs/ideas.md).
-  std::optional<ActiveIdea> idea_;
-  std::set<std::string> idea_templates_;  // evaluated on the whole suite, never screened
-  std::set<std::string> ideas_taken_;     // file name + content hash, taken in this run
-  Clock::time_point ideas_scanned_{};
-  std::string idea_queue_problem_;        // the last problem with the folder (reported once)
+  IdeaSession ideas_;  // the idea queue's state (daemon/loop_ideas.cpp does its I/O, docs/ideas.md)
 
   /// Templates of ideas of earlier runs: evaluated in full, and out of the search unless their idea won.
   void load_idea_templates();
@@ -171,18 +163,35 @@ class Loop {
   bool start_idea(const QueuedIdea& q);
   /// The check's result: the template joins the search (preferred, seeded, bounded), or broken.
   void finish_idea_check();
-  /// Whether the idea's template has used its budget (or has nothing left) and nothing of it is in flight.
-  bool idea_tuned() const;
+  /// The seeds of the idea's template `space` (checked, not yet in the search): the parent's champion and its
+  /// --idea-top best configs, each first with every new value, then as it is. Sets `a.new_values`.
+  std::vector<Proposal> idea_seeds(ActiveIdea& a, const TemplateSpace& space) const;
   /// Before the judging: the parent's champion now (it may have moved while the idea was tuned), with the
   /// idea's new axes, is evaluated in the idea's space too. True when it queued such configs.
   bool catch_up_idea();
   /// `base` completed in the idea's space, first with each of its new values, then as it is.
-  std::vector<std::pair<Config, std::string>> idea_variants(const TemplateSpace& space, const Config& base) const;
-  /// A template's best config as a contender for the A/B/A re-timing (its cubin from the cache).
+  std::vector<std::pair<Config, std::string>> idea_variants(const ActiveIdea& a, const TemplateSpace& space,
+                                                            const Config& base) const;
+  /// A template's best config as a contender for the A/B/A re-timing (its cubin from the cache; compiled with
+  /// the loop's lock released).
   Contender idea_contender(const std::string& tname, const Champion& c);
-  /// A/B/A against the parent's best, the held-out seed, the verdict.
+  /// The tuned idea judged on `slot`'s GPU: its contenders picked, A/B/A against the parent's best, the held-out
+  /// seed, the verdict (tuner/idea_rule.hpp decide_idea) recorded.
   void judge_idea(GpuSlot& slot);
-  void end_idea(const std::string& verdict, const std::string& kind, const std::string& reason);
+  /// What the judging starts from, copied out of the search (no reference into it outlives the unlocks that
+  /// follow); none when the idea was ended already (none of its configs with the idea on has a result).
+  std::optional<IdeaPick> pick_idea_contenders(ActiveIdea& a);
+  /// Parent, each contender, parent again, on the GPU of the challenge in progress; none when a re-timing failed.
+  std::optional<IdeaAba> retime_idea(const Contender& parent, const std::vector<Contender>& contenders,
+                                     const std::vector<bool>& paired);
+  /// The parent and the judged contender validated and timed on the held-out seed, on the challenge's GPU.
+  IdeaHoldout holdout_idea(const Contender& parent, const Contender& judged);
+  /// The idea's row gets the decision's numbers, the held-out scores and the A/B/A's JSON (looks, GPU).
+  void record_idea_numbers(ActiveIdea& a, const IdeaDecision& d, const IdeaAba& aba,
+                           const std::optional<IdeaHoldout>& holdout, const Contender& parent,
+                           const std::vector<Contender>& contenders, const GpuSlot& slot);
+  /// The verdict: the idea's row done with it, logged; the idea ends and the queue is looked at again.
+  void end_idea(IdeaVerdict verdict, IdeaBrokenKind kind, const std::string& reason);
   /// The run ends before the idea's verdict: its row says interrupted and why.
   void interrupt_idea(const std::string& why);
 

@@ -21,6 +21,8 @@ Measured to_measured(const EvalResponse& r) {
   return m;
 }
 
+FailureKind failure_kind(const ReplyStatus& s) { return s.rejected ? FailureKind::worker_died : s.failure; }
+
 CaseResultRecord to_record(const CaseResult& c) {
   CaseResultRecord r;
   r.case_id = c.case_id;
@@ -72,6 +74,7 @@ HoldoutResult Loop::eval_on_holdout(GpuSlot& slot, const Contender& c) {
     h.measured = to_measured(r);
   } else {
     h.failure = r.status.ok() ? "no score" : r.status.name() + ": " + r.status.message;
+    h.kind = failure_kind(r.status);
     for (const auto& cr : r.cases)
       if (cr.validated && !cr.passed) {
         h.failure = fmt::format("wrong result on {}: o max diff {:.3g}", cr.case_id, cr.o_max_abs_diff);
@@ -129,10 +132,7 @@ void Loop::finish(IterationRecord& it, const Config& cfg, GpuSlot& slot) {
     if (!champ || *it.geomean_ms < champ->score_ms) st.set_champion(cfg);
   }
   if (proposal_of_.count(it.template_name)) retire_if_broken(it.template_name, st);
-  if (idea_ && it.template_name == idea_->rec.template_name) {
-    ++idea_->finished;
-    idea_->gpu_ms += it.gpu_ms.value_or(0.0);
-  }
+  ideas_.on_finished(it.template_name, it.gpu_ms.value_or(0.0));
   ++summary_.iterations;
   const double rate = summary_.iterations / std::max(1e-9, seconds_since(started_)) * 3600;
   const auto& best = champions_.overall();
@@ -181,7 +181,7 @@ void Loop::evaluate(InFlight& job, GpuSlot& slot) {
   if (const auto p = proposal_of_.find(tname); p != proposal_of_.end()) it.proposal_id = p->second;
   if (db_.has_evaluated(tname, it.params_json, suite_label_)) {  // another daemon on this DB got there first
     search_.state(tname).record(cfg, Outcome::failed(-1, "evaluated in an earlier run"));
-    if (idea_ && tname == idea_->rec.template_name) ++idea_->finished;
+    ideas_.on_finished(tname, 0.0);
     return;
   }
   it.iter = db_.begin_iteration(it);
@@ -252,7 +252,7 @@ void Loop::evaluate(InFlight& job, GpuSlot& slot) {
   std::string screen_note;
   EvalResponse r;
   it.gpu_ms = 0.0;
-  const bool screened = screen_ && !idea_templates_.count(tname);  // an idea's configs are judged in full
+  const bool screened = screen_ && !ideas_.is_idea_template(tname);  // an idea's configs are judged in full
   if (screened) {  // the ladder's first rung: the screen cases, few samples
     const EvalRequest req{cv.cubin_path, kernels_.at(tname), screen_timing(o_.timing, o_.ladder), true, true,
                           screen_->case_ids};
@@ -300,7 +300,7 @@ void Loop::evaluate(InFlight& job, GpuSlot& slot) {
   }
   if (!r.status.ok()) {
     it.status = IterationStatus::crash;
-    it.failure_kind = r.status.rejected ? FailureKind::worker_died : r.status.failure;
+    it.failure_kind = failure_kind(r.status);
     std::string what = r.status.message;
     if (r.status.failure == FailureKind::wrong_result) {
       for (const auto& c : r.cases)

@@ -2,8 +2,9 @@
 // queue folder, applied to its parent (the latest winning idea of its template's lineage, else the
 // template), checked on a thread of its own while the GPU goes on tuning, tuned within its budget (the
 // parent's best configs first, evaluated in full), judged by A/B/A against the parent's best on one GPU and
-// on the held-out seed, and given a verdict: win (it stays in the search and the next idea stacks on it),
-// no_gain, slower (it leaves the search), or broken with the kind.
+// on the held-out seed, and given a verdict (tuner/idea_rule.hpp decide_idea): win (it stays in the search and the
+// next idea stacks on it), no_gain, slower (it leaves the search), or broken with the kind. Its state is
+// IdeaSession's (daemon/idea_session.hpp); this file does the I/O.
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -33,36 +34,30 @@ Config with(Config c, const std::string& axis, std::int64_t value) {
 
 }  // namespace
 
-bool ActiveIdea::active(const Config& c) const {
-  if (new_values.empty()) return true;
-  for (const auto& [p, values] : new_values)
-    if (const auto v = c.find(p); v != c.end() && values.count(v->second)) return true;
-  return false;
-}
-
-std::vector<std::pair<Config, std::string>> Loop::idea_variants(const TemplateSpace& space, const Config& base) const {
+std::vector<std::pair<Config, std::string>> Loop::idea_variants(const ActiveIdea& a, const TemplateSpace& space,
+                                                                const Config& base) const {
   std::vector<std::pair<Config, std::string>> out;
   const Config c = space.complete(base);
-  for (const auto& [p, values] : idea_->new_values)
+  for (const auto& [p, values] : a.new_values)
     for (const auto v : values) out.emplace_back(with(c, p, v), fmt::format("{}={}", p, v));
   out.emplace_back(c, "");
   return out;
 }
 
 void Loop::load_idea_templates() {
-  std::map<std::string, std::string> verdict_of;  // template -> the verdict of its idea (latest row)
+  std::map<std::string, bool> won;  // template -> whether its idea won (latest row)
   for (const auto& i : db_.ideas())
-    if (!i.template_name.empty()) verdict_of[i.template_name] = i.status == "done" ? i.verdict : i.status;
-  for (const auto& [t, verdict] : verdict_of) {
+    if (!i.template_name.empty()) won[i.template_name] = i.status == IdeaStatus::done && i.verdict == IdeaVerdict::win;
+  for (const auto& [t, win] : won) {
     if (!kernels_.count(t)) continue;
-    idea_templates_.insert(t);
-    if (verdict != "win") search_.retire(t);  // judged (or cut off before its verdict): no more GPU time
+    ideas_.add_template(t);
+    if (!win) search_.retire(t);  // judged (or cut off before its verdict): no more GPU time
   }
 }
 
 std::optional<std::string> Loop::idea_parent(const std::vector<IdeaRecord>& ideas, const std::string& root) const {
   for (auto i = ideas.rbegin(); i != ideas.rend(); ++i)
-    if (i->status == "done" && i->verdict == "win" && kernels_.count(i->template_name) &&
+    if (i->status == IdeaStatus::done && i->verdict == IdeaVerdict::win && kernels_.count(i->template_name) &&
         proposal_root_template(i->template_name) == root)
       return i->template_name;
   if (kernels_.count(root)) return root;
@@ -71,38 +66,36 @@ std::optional<std::string> Loop::idea_parent(const std::vector<IdeaRecord>& idea
 
 void Loop::poll_ideas(GpuSlot& slot) {
   if (!o_.ideas.enabled()) return;
-  if (idea_ && idea_->check.valid() &&
-      idea_->check.wait_for(std::chrono::seconds(0)) == std::future_status::ready)
+  if (const ActiveIdea* a = ideas_.current();
+      a && a->check.valid() && a->check.wait_for(std::chrono::seconds(0)) == std::future_status::ready)
     finish_idea_check();
-  if (idea_tuned() && !catch_up_idea()) judge_idea(slot);
-  if (idea_ || seconds_since(ideas_scanned_) < o_.ideas.poll_s) return;
-  ideas_scanned_ = Clock::now();
+  if (ideas_.tuned(search_) && !catch_up_idea()) judge_idea(slot);
+  if (!ideas_.look_due(o_.ideas.poll_s)) return;
   std::string problem;
   const auto queued = scan_idea_queue(o_.ideas.dir, problem);
+  const std::string before = ideas_.set_problem(problem);
   if (!problem.empty()) {
-    if (problem != idea_queue_problem_) {  // once per problem, not every poll
+    if (problem != before) {  // once per problem, not every poll
       spdlog::warn("{}", problem);
       say("idea queue: " + problem + "; the run goes on and looks again");
       IdeaRecord r;
       r.run_id = summary_.run_id;
       r.file = o_.ideas.dir;
       r.idea_hash = bytes_hash(problem);
-      r.status = "done";
-      r.verdict = "broken";
-      r.broken_kind = "bad_input";
+      r.status = IdeaStatus::done;
+      r.verdict = IdeaVerdict::broken;
+      r.broken_kind = IdeaBrokenKind::bad_input;
       r.reason = problem;
       db_.add_idea(r);
     }
-    idea_queue_problem_ = problem;
     return;
   }
-  if (!idea_queue_problem_.empty()) say(fmt::format("idea queue: {} is there again", o_.ideas.dir));
-  idea_queue_problem_.clear();
+  if (!before.empty()) say(fmt::format("idea queue: {} is there again", o_.ideas.dir));
   for (const auto& q : queued) {
     const std::string key = q.name + "\n" + (q.bytes ? bytes_hash(*q.bytes) : q.error);
-    if (ideas_taken_.count(key)) continue;
-    if (start_idea(q)) ideas_taken_.insert(key);
-    if (idea_) return;  // one idea at a time: the next one stacks on its verdict
+    if (ideas_.taken(key)) continue;
+    if (start_idea(q)) ideas_.take(key);
+    if (ideas_.current()) return;  // one idea at a time: the next one stacks on its verdict
   }
 }
 
@@ -111,28 +104,28 @@ bool Loop::start_idea(const QueuedIdea& q) {
   IdeaRecord rec;
   rec.run_id = summary_.run_id;
   rec.file = q.name;
-  const auto record_broken = [&](const std::string& kind, const std::string& why) {
-    rec.status = "done";
-    rec.verdict = "broken";
+  const auto record_broken = [&](IdeaBrokenKind kind, const std::string& why) {
+    rec.status = IdeaStatus::done;
+    rec.verdict = IdeaVerdict::broken;
     rec.broken_kind = kind;
     rec.reason = why;
     rec.wall_s = 0.0;
     for (const auto& old : known)  // the same bytes were judged bad before (an earlier run)
       if (old.idea_hash == rec.idea_hash && old.broken_kind == kind) return true;
     rec.id = db_.add_idea(rec);
-    say(fmt::format("idea {} ({}): broken ({}): {}", rec.id, q.name, kind, why));
+    say(fmt::format("idea {} ({}): broken ({}): {}", rec.id, q.name, to_string(kind), why));
     return true;
   };
   if (!q.bytes) {
     rec.idea_hash = bytes_hash(q.name + "\n" + q.error);
-    return record_broken("bad_input", q.error);
+    return record_broken(IdeaBrokenKind::bad_input, q.error);
   }
   IdeaFile file;
   try {
     file = parse_idea(q.name, *q.bytes);
   } catch (const IdeaInputError& e) {
     rec.idea_hash = bytes_hash(*q.bytes);
-    return record_broken("bad_input", e.what());
+    return record_broken(IdeaBrokenKind::bad_input, e.what());
   }
   rec.idea_hash = file.hash;
   rec.description = file.description;
@@ -158,7 +151,7 @@ bool Loop::start_idea(const QueuedIdea& q) {
   }
   const auto parent = idea_parent(here, root);
   if (!parent)
-    return record_broken("bad_input", fmt::format("Template: {} is not tuned by this run (templates: {})", root,
+    return record_broken(IdeaBrokenKind::bad_input, fmt::format("Template: {} is not tuned by this run (templates: {})", root,
                                                   fmt::join(search_.template_names(), ", ")));
   const auto parent_best = search_.state(*parent).champion();
   if (!parent_best) return false;  // its parent has no whole-suite result yet: it waits
@@ -167,9 +160,9 @@ bool Loop::start_idea(const QueuedIdea& q) {
 
   // Never twice on the same parent (of this suite's lineage); on a new parent only when the file asks (Retry: yes).
   for (const auto& old : here) {
-    if (old.idea_hash != file.hash || old.status != "done") continue;
+    if (old.idea_hash != file.hash || old.status != IdeaStatus::done) continue;
     if (old.parent_template == *parent || !file.retry) {
-      say(fmt::format("idea {}: already judged {} on {} on {} (idea {}){}", q.name, old.verdict, old.parent_template,
+      say(fmt::format("idea {}: already judged {} on {} on {} (idea {}){}", q.name, to_string(old.verdict), old.parent_template,
                       suite_label_, old.id, old.parent_template == *parent ? "" : "; add 'Retry: yes' to run it on " + *parent));
       return true;
     }
@@ -183,7 +176,7 @@ bool Loop::start_idea(const QueuedIdea& q) {
   const std::int64_t pid = db_.begin_proposal(pr);
   rec.proposal_id = pid;
   rec.template_name = proposal_template_name(*parent, pid);
-  rec.status = "checking";
+  rec.status = IdeaStatus::checking;
   rec.id = db_.add_idea(rec);
 
   ActiveIdea a;
@@ -195,7 +188,7 @@ bool Loop::start_idea(const QueuedIdea& q) {
   a.check = std::async(std::launch::async, [this, file, parent_space, dir, name] {
     return apply_idea(file, parent_space, dir, name, compiler_);
   });
-  idea_.emplace(std::move(a));
+  ideas_.begin(std::move(a));
   say(fmt::format("idea {} ({}): {} — applied to {} (best iter {}), checking", rec.id, q.name, file.description,
                   *parent, parent_best->iter));
   write_status("idea " + q.name + ": checking");
@@ -203,16 +196,17 @@ bool Loop::start_idea(const QueuedIdea& q) {
 }
 
 void Loop::finish_idea_check() {
-  ActiveIdea& a = *idea_;
+  ActiveIdea& a = *ideas_.current();
   IdeaApplied r;
   try {
     r = a.check.get();
   } catch (const std::exception& e) {  // the daemon's own files: the idea cannot be judged, the run goes on
-    r.broken_kind = "proposal";
+    r.broken_kind = IdeaBrokenKind::proposal;
     r.reason = std::string("applying it failed: ") + e.what();
   }
+  const bool broken = r.broken_kind != IdeaBrokenKind::none;
   ProposalRecord pr = *db_.proposal(*a.rec.proposal_id);
-  pr.status = r.broken_kind.empty() ? ProposalStatus::accepted : ProposalStatus::rejected;
+  pr.status = broken ? ProposalStatus::rejected : ProposalStatus::accepted;
   pr.reason = r.reason;
   pr.description = a.file.description;
   pr.exit_status = "idea file";
@@ -224,13 +218,28 @@ void Loop::finish_idea_check() {
     pr.diff = r.check.diff;
   }
   db_.finish_proposal(pr);
-  if (!r.broken_kind.empty()) return end_idea("broken", r.broken_kind, r.reason);
+  if (broken) return end_idea(IdeaVerdict::broken, r.broken_kind, r.reason);
 
   TemplateSpace space = std::move(*r.check.space);
   if (o_.shard) space.restrict_to_shard(o_.shard->index, o_.shard->count);
   const std::string t = space.name();
-  // What the idea adds: values of new axes but their defaults, values added to the parent's axes.
+  std::vector<Proposal> seeds = idea_seeds(a, space);
+  kernels_[t] = space.kernel();
+  proposal_of_[t] = *a.rec.proposal_id;
+  ideas_.add_template(t);
+  search_.add(std::move(space), make_seeded_strategy(std::move(seeds), make_strategy(o_.strategy, o_.seed),
+                                                     o_.ideas.budget));
+  search_.prefer(t);
+  a.rec.status = IdeaStatus::tuning;
+  db_.update_idea(a.rec);
+  say(fmt::format("idea {} ({}): checked, template {} joins the search: {} configs, the parent's best first",
+                  a.rec.id, a.rec.file, t, o_.ideas.budget));
+  write_status("idea " + a.rec.file + ": tuning");
+}
+
+std::vector<Proposal> Loop::idea_seeds(ActiveIdea& a, const TemplateSpace& space) const {
   const SearchState& ps = search_.state(a.rec.parent_template);
+  // What the idea adds: values of new axes but their defaults, values added to the parent's axes.
   for (const auto& p : space.parameters()) {
     const auto pp = std::find_if(ps.space().parameters().begin(), ps.space().parameters().end(),
                                  [&](const Parameter& q) { return q.name == p.name; });
@@ -251,41 +260,24 @@ void Loop::finish_idea_check() {
   }
   std::vector<Proposal> seeds;
   for (const auto& [base, what] : bases)
-    for (const auto& [c, change] : idea_variants(space, base))
+    for (const auto& [c, change] : idea_variants(a, space, base))
       seeds.push_back({c, "idea: " + what + (change.empty() ? "" : ", " + change)});
-  kernels_[t] = space.kernel();
-  proposal_of_[t] = *a.rec.proposal_id;
-  idea_templates_.insert(t);
-  search_.add(std::move(space), make_seeded_strategy(std::move(seeds), make_strategy(o_.strategy, o_.seed),
-                                                     o_.ideas.budget));
-  search_.prefer(t);
-  a.rec.status = "tuning";
-  db_.update_idea(a.rec);
-  say(fmt::format("idea {} ({}): checked, template {} joins the search: {} configs, the parent's best first",
-                  a.rec.id, a.rec.file, t, o_.ideas.budget));
-  write_status("idea " + a.rec.file + ": tuning");
-}
-
-bool Loop::idea_tuned() const {
-  if (!idea_ || idea_->check.valid() || idea_->rec.status != "tuning") return false;
-  const std::string& t = idea_->rec.template_name;
-  if (idea_->finished < idea_->issued) return false;
-  return search_.retired(t) || search_.exhausted(t);
+  return seeds;
 }
 
 bool Loop::catch_up_idea() {
-  ActiveIdea& a = *idea_;
+  const ActiveIdea& a = *ideas_.current();
   const auto parent_best = search_.state(a.rec.parent_template).champion();
   if (!parent_best) return false;
   SearchState& st = search_.state(a.rec.template_name);
   std::vector<Config> missing;
-  for (const auto& [c, change] : idea_variants(st.space(), parent_best->config))
+  for (const auto& [c, change] : idea_variants(a, st.space(), parent_best->config))
     if (!st.seen(c) && !st.space().check(c)) missing.push_back(c);
   if (missing.empty()) return false;
   // The parent found a better config while the idea was tuned: the idea gets it too, then the judging.
   for (const auto& c : missing) {
     st.mark_pending(c);
-    ++a.issued;
+    ideas_.on_issued(a.rec.template_name);
     inflight_.push_front({TemplateProposal{a.rec.template_name, {c, fmt::format("idea: the parent's champion now "
                                                                                  "(iter {})", parent_best->iter)}},
                           pool_.submit(compile_request(a.rec.template_name, c)).share()});
@@ -298,19 +290,61 @@ Contender Loop::idea_contender(const std::string& tname, const Champion& c) {
   k.measured.score_ms = c.score_ms;
   if (const auto row = db_.iteration(c.iter))
     for (const auto& cr : row->cases) k.measured.rel_spread = std::max(k.measured.rel_spread, cr.spread.value_or(0.0));
-  const CompiledVariant cv = unlocked(mu_, [&] { return compiler_.compile(compile_request(tname, c.config)); });
+  const CompileRequest req = compile_request(tname, c.config);  // reads the search: before the unlock
+  const CompiledVariant cv = unlocked(mu_, [&] { return compiler_.compile(req); });
   if (cv.ok) k.cubin_path = cv.cubin_path;
   return k;
 }
 
 void Loop::judge_idea(GpuSlot& slot) {
-  ActiveIdea& a = *idea_;
-  std::string inactive_note;
+  ActiveIdea& a = *ideas_.current();
   const std::string t = a.rec.template_name;
   search_.prefer("");
-  a.rec.status = "judging";
+  a.rec.status = IdeaStatus::judging;
   db_.update_idea(a.rec);
-  const SearchState& st = search_.state(t);
+  const std::optional<IdeaPick> pick = pick_idea_contenders(a);
+  if (!pick) return;
+  // The contenders in the order timed: the paired config, then the fastest (one when they are the same).
+  const Contender parent = idea_contender(a.rec.parent_template, pick->parent_best);
+  std::vector<Contender> contenders;
+  std::vector<bool> paired;
+  if (pick->paired && pick->paired->iter != pick->best.iter) {
+    contenders.push_back(idea_contender(t, *pick->paired));
+    paired.push_back(true);
+  }
+  contenders.push_back(idea_contender(t, pick->best));
+  paired.push_back(pick->paired && pick->paired->iter == pick->best.iter);
+
+  // One challenge at a time, on this GPU (lock order: challenge_mu_, then mu_).
+  std::unique_lock challenge_lock(challenge_mu_, std::defer_lock);
+  unlocked(mu_, [&] { challenge_lock.lock(); });
+  challenge_slot_ = &slot;
+  struct EndChallenge {
+    GpuSlot*& slot;
+    ~EndChallenge() { slot = nullptr; }
+  } end_challenge{challenge_slot_};
+  slot.state = fmt::format("judging idea {}", a.rec.id);
+  write_status(fmt::format("idea {}: A/B/A against {}", a.rec.file, a.rec.parent_template));
+  const auto t0 = Clock::now();
+  const std::optional<IdeaAba> aba = retime_idea(parent, contenders, paired);
+  if (!aba) {
+    ideas_.add_gpu_ms(seconds_since(t0) * 1000);
+    search_.retire(t);
+    return end_idea(IdeaVerdict::broken, IdeaBrokenKind::crash, "the A/B/A re-timing against the parent failed (see the log)");
+  }
+  std::optional<IdeaHoldout> holdout;
+  if (holdout_) holdout = holdout_idea(parent, contenders[decide_idea(*aba, std::nullopt).judged]);
+  const IdeaDecision d = decide_idea(*aba, holdout);
+  ideas_.add_gpu_ms(seconds_since(t0) * 1000);
+  record_idea_numbers(a, d, *aba, holdout, parent, contenders, slot);
+  if (d.verdict != IdeaVerdict::win) search_.retire(t);
+  else search_.set_strategy(t, make_strategy(o_.strategy, o_.seed));  // a win is tuned on like any template
+  end_idea(d.verdict, d.broken_kind, d.reason + pick->inactive_note);
+}
+
+std::optional<IdeaPick> Loop::pick_idea_contenders(ActiveIdea& a) {
+  const std::string& t = a.rec.template_name;
+  const SearchState& st = search_.state(t);  // read here only: the unlocks of the judging come after
   a.rec.configs = std::int64_t(st.results().size());
   // The idea's contender: its best config that runs the idea (a config with every new value off is the
   // parent's code: a lead there would be the parent's own tuning noise, not the idea).
@@ -321,195 +355,132 @@ void Loop::judge_idea(GpuSlot& slot) {
       break;
     }
   if (!best) {
-    std::map<std::string, int> kinds;
+    std::map<FailureKind, int> kinds;
     std::size_t active = 0;
     for (const auto& [c, o] : st.results())
       if (a.active(c)) {
         ++active;
-        if (!o.ok()) ++kinds[o.failure];
+        if (const auto k = failure_kind_from_string(o.failure); !o.ok() && k) ++kinds[*k];
       }
+    const std::size_t configs = st.results().size();
     search_.retire(t);
     if (!active)
-      return end_idea("no_gain", "", fmt::format("none of its {} configs ran the idea (every new value off)",
-                                                 st.results().size()));
-    std::string kind = "crash";
-    int n = 0;
-    for (const auto& [k, count] : kinds)
-      if (count > n) kind = k, n = count;
-    return end_idea("broken", kind,
-                    fmt::format("none of its {} configs with the idea on gave a valid whole-suite result ({} of "
-                                "them: {})", active, n, kind));
+      end_idea(IdeaVerdict::no_gain, IdeaBrokenKind::none,
+               fmt::format("none of its {} configs ran the idea (every new value off)", configs));
+    else {
+      IdeaBrokenKind kind = IdeaBrokenKind::crash;
+      int n = 0;
+      for (const auto& [k, count] : kinds)
+        if (count > n) kind = idea_broken_kind(k), n = count;
+      end_idea(IdeaVerdict::broken, kind,
+               fmt::format("none of its {} configs with the idea on gave a valid whole-suite result ({} of them: {})",
+                           active, n, to_string(kind)));
+    }
+    return std::nullopt;
   }
+  IdeaPick pick{search_.state(a.rec.parent_template).champion().value(), *best, std::nullopt, ""};
   if (const auto overall = st.champion(); overall && !a.active(overall->config) && overall->score_ms < best->score_ms)
-    inactive_note = fmt::format("; its fastest config overall (iter {}, {:.4f} ms) has the idea off", overall->iter,
-                                overall->score_ms);
+    pick.inactive_note = fmt::format("; its fastest config overall (iter {}, {:.4f} ms) has the idea off",
+                                     overall->iter, overall->score_ms);
   a.rec.best_iteration_id = best->iter;
   a.rec.best_ms = best->score_ms;
-  const auto parent_best = search_.state(a.rec.parent_template).champion();
   // The paired config: the parent's best with the idea's values on and every old axis as it is, so that its
   // difference to the parent is the idea's code alone. The idea's fastest config may differ from it in the old
-  // axes (a retuning, or the luckiest of a few noisy looks: a no-op probe was once judged slower that way,
-  // docs/ideas.md); both are timed between the two looks at the parent.
-  std::optional<Champion> paired;
-  for (const auto& [c, change] : idea_variants(st.space(), parent_best->config)) {
+  // axes (a retuning, or the luckiest of a few noisy looks); both are timed between the two looks at the parent.
+  for (const auto& [c, change] : idea_variants(a, st.space(), pick.parent_best.config)) {
     const auto r = st.results().find(c);
     if (change.empty() || r == st.results().end() || !r->second.ok()) continue;
-    if (!paired || *r->second.score_ms < paired->score_ms) paired = Champion{c, r->second.iter, *r->second.score_ms};
+    if (!pick.paired || *r->second.score_ms < pick.paired->score_ms)
+      pick.paired = Champion{c, r->second.iter, *r->second.score_ms};
   }
-  const Contender pc = idea_contender(a.rec.parent_template, *parent_best), ic = idea_contender(t, *best);
-  std::optional<Contender> icp;
-  if (paired && paired->iter != best->iter) icp = idea_contender(t, *paired);
-
-  // A/B/A on this GPU, one challenge at a time (lock order: challenge_mu_, then mu_): parent, paired, fastest,
-  // parent.
-  std::unique_lock challenge_lock(challenge_mu_, std::defer_lock);
-  unlocked(mu_, [&] { challenge_lock.lock(); });
-  challenge_slot_ = &slot;
-  slot.state = fmt::format("judging idea {}", a.rec.id);
-  write_status(fmt::format("idea {}: A/B/A against {}", a.rec.file, a.rec.parent_template));
-  const auto t0 = Clock::now();
-  std::optional<Measured> a1, b, p, a2;
-  if (!pc.cubin_path.empty() && !ic.cubin_path.empty() && (!icp || !icp->cubin_path.empty())) {
-    a1 = retime(pc);
-    if (icp) p = retime(*icp);
-    b = retime(ic);
-    a2 = retime(pc);
-  }
-  if (!a1 || !b || !a2 || (icp && !p)) {
-    challenge_slot_ = nullptr;
-    a.gpu_ms += seconds_since(t0) * 1000;
-    search_.retire(t);
-    return end_idea("broken", "crash", "the A/B/A re-timing against the parent failed (see the log)");
-  }
-  // Each contender against the same two looks at the parent, with the champion rule's numbers
-  // (tuner/champion.hpp, docs/tuner.md): noise = max(|A1 - A2|, the worst relative spread of the looks x the
-  // score, the 0.5 % floor).
-  struct Look {
-    const Contender* contender;
-    std::string what;
-    Measured measured;
-    ChampionDecision d;
-    bool win = false, slower = false;
-  };
-  const auto look = [&](const Contender& c, std::string what, const Measured& m) {
-    Look l{&c, std::move(what), m,
-           measure_aba({pc.measured.score_ms, c.measured.score_ms,
-                        std::max({pc.measured.rel_spread, a1->rel_spread, a2->rel_spread}),
-                        std::max(c.measured.rel_spread, m.rel_spread)},
-                       {a1->score_ms, m.score_ms, a2->score_ms})};
-    l.win = m.score_ms < a1->score_ms && m.score_ms < a2->score_ms && l.d.lead_ms > l.d.noise_ms;
-    l.slower = m.score_ms > a1->score_ms && m.score_ms > a2->score_ms && -l.d.lead_ms > l.d.noise_ms;
-    return l;
-  };
-  std::vector<Look> looks;
-  const bool best_is_paired = paired && paired->iter == best->iter;
-  if (icp) looks.push_back(look(*icp, "paired", *p));
-  looks.push_back(look(ic, best_is_paired ? "paired" : "fastest", *b));
-  // The judged look: the faster winner if one wins; else the paired one (the code alone) where there is one.
-  // A win on either is a win (a faster kernel either way); slower only when every look is slower.
-  const Look* j = nullptr;
-  for (const auto& l : looks)
-    if (l.win && (!j || l.measured.score_ms < j->measured.score_ms)) j = &l;
-  if (!j) j = &looks.front();
-  const bool all_slower = std::all_of(looks.begin(), looks.end(), [](const Look& l) { return l.slower; });
-  const double mean = j->d.incumbent_ms, noise = j->d.noise_ms, jb = j->measured.score_ms;
-  a.rec.parent_ms = mean;
-  a.rec.idea_ms = jb;
-  a.rec.delta_pct = (jb / mean - 1) * 100;
-  a.rec.noise_pct = noise / mean * 100;
-  auto looks_json = nlohmann::json::array();
-  std::string others;
-  for (const auto& l : looks) {
-    looks_json.push_back({{"what", l.what}, {"iter", l.contender->iter}, {"ms", l.measured.score_ms},
-                          {"delta_pct", (l.measured.score_ms / l.d.incumbent_ms - 1) * 100}});
-    if (&l != j)
-      others += fmt::format("; {} config (iter {}) {:.4f} ms ({:+.2f} %)", l.what, l.contender->iter,
-                            l.measured.score_ms, (l.measured.score_ms / l.d.incumbent_ms - 1) * 100);
-  }
-  a.rec.aba_json = nlohmann::json{{"a1_ms", a1->score_ms}, {"b_ms", jb}, {"a2_ms", a2->score_ms},
-                                  {"noise_ms", noise}, {"parent_iter", pc.iter}, {"idea_iter", j->contender->iter},
-                                  {"judged", j->what}, {"looks", looks_json},
-                                  {"gpu_index", slot.gpu.index}, {"gpu_uuid", slot.gpu.uuid}}.dump();
-  const std::string judged =
-      j->what == "paired" ? fmt::format(" (paired: the parent's config with the idea on, iter {})", j->contender->iter)
-                          : fmt::format(" (its fastest config with the idea on, iter {}{})", j->contender->iter,
-                                        paired ? "" : "; no paired config: the parent's best with the idea on "
-                                                      "has no valid result");
-  std::string verdict, reason;
-  if (j->win) {
-    verdict = "win";
-    reason = fmt::format("{:.4f} ms vs the parent's {:.4f} (A/B/A {:.4f}/{:.4f}/{:.4f}): {:+.2f} %, noise {:.2f} %",
-                         jb, mean, a1->score_ms, jb, a2->score_ms, *a.rec.delta_pct, *a.rec.noise_pct);
-  } else if (all_slower) {
-    verdict = "slower";
-    reason = fmt::format("{:.4f} ms vs the parent's {:.4f}: {:+.2f} %, beyond the noise {:.2f} %", jb, mean,
-                         *a.rec.delta_pct, *a.rec.noise_pct);
-  } else {
-    verdict = "no_gain";
-    reason = fmt::format("{:.4f} ms vs the parent's {:.4f}: {:+.2f} %, within the noise {:.2f} %", jb, mean,
-                         *a.rec.delta_pct, *a.rec.noise_pct);
-  }
-  reason += judged + others;
-  // The held-out seed: both validated and timed there, on the same GPU.
-  std::string kind;
-  if (holdout_) {
-    const auto [hp, hi] = eval_holdout_pair(pc, *j->contender);
-    if (hp.ok) a.rec.holdout_parent_ms = hp.measured.score_ms;
-    if (hi.ok) a.rec.holdout_idea_ms = hi.measured.score_ms;
-    if (!hi.ok) {
-      verdict = "broken";
-      kind = hi.failure.rfind("wrong result", 0) == 0 ? "wrong_result" : "crash";
-      reason = "on the held-out seed: " + hi.failure;
-    } else if (hp.ok) {
-      const double d = (hi.measured.score_ms / hp.measured.score_ms - 1) * 100;
-      reason += fmt::format("; held-out {:.4f} vs {:.4f} ms ({:+.2f} %)", hi.measured.score_ms, hp.measured.score_ms, d);
-      if (verdict == "win" && d > *a.rec.noise_pct) {
-        verdict = "no_gain";
-        reason += ": faster on the tuning seed only";
-      }
-    }
-  }
-  challenge_slot_ = nullptr;
-  a.gpu_ms += seconds_since(t0) * 1000;
-  reason += inactive_note;
-  if (verdict != "win") search_.retire(t);
-  else search_.set_strategy(t, make_strategy(o_.strategy, o_.seed));  // a win is tuned on like any template
-  end_idea(verdict, kind, reason);
+  return pick;
 }
 
-void Loop::end_idea(const std::string& verdict, const std::string& kind, const std::string& reason) {
-  ActiveIdea& a = *idea_;
-  a.rec.status = "done";
+std::optional<IdeaAba> Loop::retime_idea(const Contender& parent, const std::vector<Contender>& contenders,
+                                         const std::vector<bool>& paired) {
+  if (parent.cubin_path.empty()) return std::nullopt;
+  for (const auto& c : contenders)
+    if (c.cubin_path.empty()) return std::nullopt;
+  const auto timing = [](const Measured& m) { return SuiteTiming{m.score_ms, m.rel_spread}; };
+  IdeaAba aba;
+  aba.parent_tuned = timing(parent.measured);
+  const auto a1 = retime(parent);
+  if (!a1) return std::nullopt;
+  aba.a1 = timing(*a1);
+  for (std::size_t i = 0; i < contenders.size(); ++i) {
+    const auto b = retime(contenders[i]);
+    if (!b) return std::nullopt;
+    aba.contenders.push_back({paired[i], contenders[i].iter, timing(contenders[i].measured), timing(*b)});
+  }
+  const auto a2 = retime(parent);
+  if (!a2) return std::nullopt;
+  aba.a2 = timing(*a2);
+  return aba;
+}
+
+IdeaHoldout Loop::holdout_idea(const Contender& parent, const Contender& judged) {
+  const auto [hp, hi] = eval_holdout_pair(parent, judged);
+  const auto run = [](const HoldoutResult& h) {
+    return HeldOutRun{h.ok ? std::optional<double>(h.measured.score_ms) : std::nullopt, h.kind, h.failure};
+  };
+  return {run(hp), run(hi)};
+}
+
+void Loop::record_idea_numbers(ActiveIdea& a, const IdeaDecision& d, const IdeaAba& aba,
+                               const std::optional<IdeaHoldout>& holdout, const Contender& parent,
+                               const std::vector<Contender>& contenders, const GpuSlot& slot) {
+  if (holdout) {
+    a.rec.holdout_parent_ms = holdout->parent.ms;
+    a.rec.holdout_idea_ms = holdout->idea.ms;
+  }
+  a.rec.parent_ms = d.parent_ms;
+  a.rec.idea_ms = d.idea_ms;
+  a.rec.delta_pct = d.delta_pct;
+  a.rec.noise_pct = d.noise_pct;
+  auto looks = nlohmann::json::array();
+  for (std::size_t i = 0; i < d.looks.size(); ++i)
+    looks.push_back({{"what", aba.contenders[i].paired ? "paired" : "fastest"}, {"iter", contenders[i].iter},
+                     {"ms", aba.contenders[i].b.ms}, {"delta_pct", d.looks[i].delta_pct}});
+  a.rec.aba_json = nlohmann::json{{"a1_ms", aba.a1.ms}, {"b_ms", d.idea_ms}, {"a2_ms", aba.a2.ms},
+                                  {"noise_ms", d.looks[d.judged].d.noise_ms}, {"parent_iter", parent.iter},
+                                  {"idea_iter", contenders[d.judged].iter}, {"judged", looks[d.judged]["what"]},
+                                  {"looks", looks}, {"gpu_index", slot.gpu.index}, {"gpu_uuid", slot.gpu.uuid}}.dump();
+}
+
+void Loop::end_idea(IdeaVerdict verdict, IdeaBrokenKind kind, const std::string& reason) {
+  ActiveIdea& a = *ideas_.current();
+  a.rec.status = IdeaStatus::done;
   a.rec.verdict = verdict;
   a.rec.broken_kind = kind;
   a.rec.reason = reason;
   a.rec.wall_s = seconds_since(a.t0);
-  a.rec.gpu_s = a.gpu_ms / 1000;
+  a.rec.gpu_s = ideas_.gpu_ms() / 1000;
   if (!a.rec.template_name.empty() && kernels_.count(a.rec.template_name))
     a.rec.configs = std::int64_t(search_.state(a.rec.template_name).results().size());
   db_.update_idea(a.rec);
-  say(fmt::format("idea {} ({}): {}{}: {} [{} configs, {:.0f} s]", a.rec.id, a.rec.file, verdict,
-                  kind.empty() ? "" : " (" + kind + ")", reason, a.rec.configs, *a.rec.wall_s));
-  if (verdict == "win")
+  say(fmt::format("idea {} ({}): {}{}: {} [{} configs, {:.0f} s]", a.rec.id, a.rec.file, to_string(verdict),
+                  kind == IdeaBrokenKind::none ? "" : fmt::format(" ({})", to_string(kind)), reason, a.rec.configs,
+                  *a.rec.wall_s));
+  if (verdict == IdeaVerdict::win)
     say(fmt::format("idea {}: {} is the parent of the next idea of its lineage", a.rec.id, a.rec.template_name));
-  idea_.reset();
-  ideas_scanned_ = {};  // the next idea now
+  ideas_.end();  // the next idea now
   write_status("idea queue: waiting");
 }
 
 void Loop::interrupt_idea(const std::string& why) {
-  if (!idea_) return;
-  if (idea_->check.valid()) idea_->check.wait();
-  idea_->rec.status = "interrupted";
-  idea_->rec.reason = why;
-  idea_->rec.wall_s = seconds_since(idea_->t0);
-  idea_->rec.gpu_s = idea_->gpu_ms / 1000;
+  ActiveIdea* a = ideas_.current();
+  if (!a) return;
+  if (a->check.valid()) a->check.wait();
+  a->rec.status = IdeaStatus::interrupted;
+  a->rec.reason = why;
+  a->rec.wall_s = seconds_since(a->t0);
+  a->rec.gpu_s = ideas_.gpu_ms() / 1000;
   try {
-    db_.update_idea(idea_->rec);
+    db_.update_idea(a->rec);
   } catch (const std::exception& e) {
-    spdlog::warn("idea {}: cannot record its interruption: {}", idea_->rec.id, e.what());
+    spdlog::warn("idea {}: cannot record its interruption: {}", a->rec.id, e.what());
   }
-  idea_.reset();
+  ideas_.end();
 }
 
 }  // namespace attn::tuning

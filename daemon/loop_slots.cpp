@@ -141,14 +141,14 @@ void Loop::refill() {
   while (compiles() < depth) {
     auto p = search_.next();
     if (!p) return;
-    if (idea_ && p->template_name == idea_->rec.template_name) ++idea_->issued;
+    ideas_.on_issued(p->template_name);
     search_.state(p->template_name).mark_pending(p->proposal.config);
     inflight_.push_back({*p, pool_.submit(compile_request(p->template_name, p->proposal.config)).share()});
   }
 }
 
 void Loop::queue_siblings(const TemplateProposal& p, const CompiledVariant& cv) {
-  if (!cv.ok || !cv.patchable || idea_templates_.count(p.template_name)) return;
+  if (!cv.ok || !cv.patchable || ideas_.is_idea_template(p.template_name)) return;
   SearchState& st = search_.state(p.template_name);
   std::vector<InFlight> ready;
   for (const Config& c : st.space().patch_siblings(p.proposal.config)) {
@@ -220,7 +220,7 @@ void Loop::gpu_loop(GpuSlot& slot, std::unique_lock<std::mutex>& lock) {
         continue;
       }
     }
-    if (inflight_.empty() && idea_ && busy_ == 0) {  // its check is still running: wait for it, not the end
+    if (inflight_.empty() && ideas_.current() && busy_ == 0) {  // its check is still running: wait for it, not the end
       slot.state = "idle";
       cv_.wait_for(lock, milliseconds(200));
       continue;
@@ -232,9 +232,9 @@ void Loop::gpu_loop(GpuSlot& slot, std::unique_lock<std::mutex>& lock) {
         continue;
       }
       if (o_.ideas.enabled()) {  // the queue may still hold ideas: look once more before the end
-        ideas_scanned_ = {};
+        ideas_.look_now();
         poll_ideas(slot);
-        if (idea_) continue;
+        if (ideas_.current()) continue;
       }
       std::size_t total = 0;
       for (const auto& n : search_.template_names()) total += search_.state(n).valid_configs().size();

@@ -176,6 +176,7 @@ void Loop::write_status(const std::string& current) {
     total += st.valid_configs().size();
     seen += st.valid_configs().size() - st.unseen_count();
   }
+  const ActiveIdea* idea = ideas_.current();
   nlohmann::json j = {{"pid", ::getpid()},
                       {"run_id", summary_.run_id},
                       {"suite", suite_label_},
@@ -195,10 +196,10 @@ void Loop::write_status(const std::string& current) {
                       {"shard", o_.shard ? nlohmann::json(o_.shard->text()) : nlohmann::json()},
                       {"gpus", gpus_status()},
                       {"compile_pool", compile_pool_status()},
-                      {"idea", idea_ ? nlohmann::json{{"id", idea_->rec.id}, {"file", idea_->rec.file},
-                                                      {"status", idea_->rec.status},
-                                                      {"template", idea_->rec.template_name},
-                                                      {"configs", idea_->finished}}
+                      {"idea", idea ? nlohmann::json{{"id", idea->rec.id}, {"file", idea->rec.file},
+                                                     {"status", to_string(idea->rec.status)},
+                                                     {"template", idea->rec.template_name},
+                                                     {"configs", ideas_.finished()}}
                                      : nlohmann::json()},
                       {"idea_queue", o_.ideas.dir},
                       {"proposer", proposing_.valid() ? "running beside the tuning" : ""},

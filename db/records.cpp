@@ -24,6 +24,24 @@ constexpr std::array<const char*, 5> kIterStatus{"running", "keep", "discard", "
 constexpr std::array<const char*, 2> kFidelity{"screen", "full"};
 constexpr std::array<const char*, 3> kHoldoutRole{"challenger", "incumbent", "champion"};
 constexpr std::array<const char*, 5> kProposalStatus{"running", "accepted", "rejected", "empty", "interrupted"};
+constexpr std::array<const char*, 5> kIdeaStatus{"checking", "tuning", "judging", "done", "interrupted"};
+constexpr std::array<const char*, 5> kIdeaVerdict{"", "win", "no_gain", "slower", "broken"};
+constexpr std::array<const char*, 14> kIdeaBrokenKind{
+    "",      "bad_input",   "does_not_apply", "crash",    "compile",     "device_limit", "fault",
+    "hang",  "wrong_result", "worker_died",   "interrupted", "proposal", "inconsistent", "below_floor"};
+static_assert(kIdeaBrokenKind.size() == std::size_t(IdeaBrokenKind::below_floor) + 1, "a name for every IdeaBrokenKind");
+
+/// Whether every FailureKind but none names an IdeaBrokenKind (idea_broken_kind maps them by name).
+constexpr bool every_failure_kind_names_a_broken_kind() {
+  for (std::size_t i = 1; i < std::size(kFailureKindNames); ++i) {
+    bool found = false;
+    for (const char* n : kIdeaBrokenKind) found = found || std::string_view(n) == kFailureKindNames[i];
+    if (!found) return false;
+  }
+  return true;
+}
+static_assert(every_failure_kind_names_a_broken_kind(), "an IdeaBrokenKind for every FailureKind (same name)");
+
 constexpr std::array<const char*, 4> kScope{"overall", "sliding_window", "sliding_window_global",
                                             "sliding_window_retrieval"};
 
@@ -62,6 +80,18 @@ HoldoutRole parse_holdout_role(std::string_view s) {
   return parse_enum<HoldoutRole>(s, kHoldoutRole, "held-out check role");
 }
 const char* to_string(ProposalStatus s) { return kProposalStatus.at(static_cast<std::size_t>(s)); }
+
+const char* to_string(IdeaStatus s) { return kIdeaStatus.at(static_cast<std::size_t>(s)); }
+const char* to_string(IdeaVerdict v) { return kIdeaVerdict.at(static_cast<std::size_t>(v)); }
+const char* to_string(IdeaBrokenKind k) { return kIdeaBrokenKind.at(static_cast<std::size_t>(k)); }
+IdeaStatus parse_idea_status(std::string_view s) { return parse_enum<IdeaStatus>(s, kIdeaStatus, "idea status"); }
+IdeaVerdict parse_idea_verdict(std::string_view s) { return parse_enum<IdeaVerdict>(s, kIdeaVerdict, "idea verdict"); }
+IdeaBrokenKind parse_idea_broken_kind(std::string_view s) {
+  return parse_enum<IdeaBrokenKind>(s, kIdeaBrokenKind, "idea broken kind");
+}
+IdeaBrokenKind idea_broken_kind(FailureKind k) {
+  return k == FailureKind::none ? IdeaBrokenKind::none : parse_idea_broken_kind(to_string(k));
+}
 
 RunStatus parse_run_status(std::string_view s) { return parse_enum<RunStatus>(s, kRunStatus, "run status"); }
 IterationStatus parse_iteration_status(std::string_view s) {

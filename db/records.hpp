@@ -32,6 +32,35 @@ enum class HoldoutRole { challenger, incumbent, champion };
 /// its crash iteration says so too), empty (the proposer wrote no files), interrupted (the daemon stopped
 /// or died meanwhile).
 enum class ProposalStatus { running, accepted, rejected, empty, interrupted };
+/// Life of an idea of the idea queue (docs/ideas.md): checking (patch, NVRTC, ABI, beside the tuning), tuning
+/// (its template in the search, within its budget), judging (A/B/A against its parent, the held-out seed), done
+/// (it has a verdict), interrupted (the run ended before its verdict; queued again, it runs from the start).
+enum class IdeaStatus { checking, tuning, judging, done, interrupted };
+/// An idea's verdict (tuner/idea_rule.hpp decide_idea): none until done ("" in the DB), then win, no_gain, slower or
+/// broken.
+enum class IdeaVerdict { none, win, no_gain, slower, broken };
+/// Why an idea is broken; none ("" in the DB) when it is not. Before any GPU time: bad_input (not an idea file, a
+/// bad header or space, a malformed diff, an unreadable queue), does_not_apply (a hunk fails, a file the parent
+/// lacks, another template's file), compile (its default config), proposal (its space or its ABI). On the GPU: the
+/// FailureKind of its configs or of its held-out run, under the same name (idea_broken_kind), or crash (a run that
+/// failed without a kind: a re-timing, held-out cases the worker could not build). The DB stores the names: append,
+/// never rename.
+enum class IdeaBrokenKind {
+  none,
+  bad_input,
+  does_not_apply,
+  crash,
+  compile,
+  device_limit,
+  fault,
+  hang,
+  wrong_result,
+  worker_died,
+  interrupted,
+  proposal,
+  inconsistent,
+  below_floor
+};
 /// What a champion is best at: the suite's overall geomean, or one family's median.
 enum class ChampionScope { overall, sliding_window, sliding_window_global, sliding_window_retrieval };
 
@@ -42,6 +71,12 @@ const char* to_string(ChampionScope s);
 const char* to_string(Fidelity f);
 const char* to_string(HoldoutRole r);
 const char* to_string(ProposalStatus s);
+/// "checking", "tuning", "judging", "done", "interrupted".
+const char* to_string(IdeaStatus s);
+/// "" (none), "win", "no_gain", "slower", "broken".
+const char* to_string(IdeaVerdict v);
+/// "" (none), "bad_input", "does_not_apply", "crash", then the FailureKind names but "none".
+const char* to_string(IdeaBrokenKind k);
 /// Inverses of to_string; throw std::invalid_argument naming the bad value and listing the valid ones.
 RunStatus parse_run_status(std::string_view s);
 IterationStatus parse_iteration_status(std::string_view s);
@@ -49,6 +84,11 @@ ChampionScope parse_champion_scope(std::string_view s);
 Fidelity parse_fidelity(std::string_view s);
 HoldoutRole parse_holdout_role(std::string_view s);
 ProposalStatus parse_proposal_status(std::string_view s);
+IdeaStatus parse_idea_status(std::string_view s);
+IdeaVerdict parse_idea_verdict(std::string_view s);
+IdeaBrokenKind parse_idea_broken_kind(std::string_view s);
+/// The broken kind of an idea whose run failed with `k`: the kind of the same name; none for FailureKind::none.
+IdeaBrokenKind idea_broken_kind(FailureKind k);
 /// The per-family champion scope of a family.
 ChampionScope champion_scope_of(Family f);
 /// keep, discard, crash, interrupted: the statuses that get an iters.tsv line.

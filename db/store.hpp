@@ -59,9 +59,9 @@ struct IdeaRecord {
   std::optional<std::int64_t> parent_iteration_id;  ///< the parent's best iteration when it started
   std::optional<std::int64_t> proposal_id;          ///< the proposal row of its installed template
   std::string template_name;             ///< its template ("" when it did not get one)
-  std::string status = "checking";       ///< checking, tuning, judging, done, interrupted
-  std::string verdict;                   ///< "" until done; win, no_gain, slower, broken
-  std::string broken_kind;               ///< for broken: bad_input, does_not_apply, compile, proposal (space/ABI), or the failure kind of its configs
+  IdeaStatus status = IdeaStatus::checking;
+  IdeaVerdict verdict = IdeaVerdict::none;           ///< none until done
+  IdeaBrokenKind broken_kind = IdeaBrokenKind::none; ///< for broken (db/records.hpp)
   std::string reason;                    ///< the verdict in words
   std::int64_t configs = 0;              ///< configs of its template evaluated
   std::optional<std::int64_t> best_iteration_id;

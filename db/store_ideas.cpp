@@ -23,13 +23,9 @@ constexpr const char* kIdeaColumns =
 
 void check_idea(const IdeaRecord& i, const char* what) {
   const auto fail = [&](const std::string& why) { return std::invalid_argument(fmt::format("{}: {}", what, why)); };
-  static const std::set<std::string> statuses{"checking", "tuning", "judging", "done", "interrupted"};
-  static const std::set<std::string> verdicts{"", "win", "no_gain", "slower", "broken"};
   if (i.file.empty()) throw fail("empty file name");
   if (i.idea_hash.empty()) throw fail("empty idea hash");
-  if (!statuses.count(i.status)) throw fail(fmt::format("unknown status '{}'", i.status));
-  if (!verdicts.count(i.verdict)) throw fail(fmt::format("unknown verdict '{}'", i.verdict));
-  if (i.status == "done" && i.verdict.empty()) throw fail("a done idea needs a verdict");
+  if (i.status == IdeaStatus::done && i.verdict == IdeaVerdict::none) throw fail("a done idea needs a verdict");
   for (const auto& [text, name] : {std::pair{&i.space_json, "space_json"}, {&i.default_json, "default_json"},
                                    {&i.aba_json, "aba_json"}}) {
     try {
@@ -65,9 +61,9 @@ IdeaRecord read_idea(sqlite::Statement& st) {
   i.parent_iteration_id = st.column_opt_int64(c++);
   i.proposal_id = st.column_opt_int64(c++);
   i.template_name = st.column_text(c++);
-  i.status = st.column_text(c++);
-  i.verdict = st.column_text(c++);
-  i.broken_kind = st.column_text(c++);
+  i.status = parse_idea_status(st.column_text(c++));
+  i.verdict = parse_idea_verdict(st.column_text(c++));
+  i.broken_kind = parse_idea_broken_kind(st.column_text(c++));
   i.reason = st.column_text(c++);
   i.configs = st.column_int64(c++);
   i.best_iteration_id = st.column_opt_int64(c++);
@@ -91,8 +87,8 @@ constexpr const char* kIdeaFields[] = {
 int bind_idea_fields(sqlite::Statement& st, const IdeaRecord& i, int c) {
   st.bind(c++, i.description).bind(c++, i.hypothesis).bind(c++, i.diff).bind(c++, i.space_json);
   st.bind(c++, i.default_json).bind(c++, i.parent_template).bind(c++, i.parent_iteration_id);
-  st.bind(c++, i.proposal_id).bind(c++, i.template_name).bind(c++, i.status).bind(c++, i.verdict);
-  st.bind(c++, i.broken_kind).bind(c++, i.reason).bind(c++, i.configs).bind(c++, i.best_iteration_id);
+  st.bind(c++, i.proposal_id).bind(c++, i.template_name).bind(c++, to_string(i.status)).bind(c++, to_string(i.verdict));
+  st.bind(c++, to_string(i.broken_kind)).bind(c++, i.reason).bind(c++, i.configs).bind(c++, i.best_iteration_id);
   for (const auto& x : {i.best_ms, i.parent_ms, i.idea_ms, i.delta_pct, i.noise_pct}) st.bind(c++, x);
   st.bind(c++, i.aba_json);
   for (const auto& x : {i.holdout_parent_ms, i.holdout_idea_ms, i.gpu_s, i.wall_s}) st.bind(c++, x);
@@ -119,7 +115,7 @@ std::int64_t ExperimentDb::add_idea(const IdeaRecord& i) {
   auto st = conn_.prepare(fmt::format("INSERT INTO ideas (run_id, file, idea_hash{}, finished_at) VALUES (?, ?, ?{}, {})",
                                       cols, marks, finished_at_sql()));
   st.bind(1, i.run_id).bind(2, i.file).bind(3, i.idea_hash);
-  st.bind(bind_idea_fields(st, i, 4), i.status);
+  st.bind(bind_idea_fields(st, i, 4), to_string(i.status));
   st.run();
   const std::int64_t id = conn_.last_insert_rowid();
   tx.commit();
@@ -134,7 +130,7 @@ void ExperimentDb::update_idea(const IdeaRecord& i) {
   sqlite::Transaction tx(conn_);
   auto st = conn_.prepare(fmt::format("UPDATE ideas SET {}, finished_at = {} WHERE id = ?", sets, finished_at_sql()));
   const int c = bind_idea_fields(st, i, 1);
-  st.bind(c, i.status).bind(c + 1, i.id);
+  st.bind(c, to_string(i.status)).bind(c + 1, i.id);
   st.run();
   if (conn_.changes() != 1) throw std::invalid_argument(fmt::format("update_idea: no idea {} in {}", i.id, path()));
   tx.commit();

@@ -74,14 +74,14 @@ std::string renamed_space_json(const std::string& text, const std::string& name,
 IdeaApplied apply_idea(const IdeaFile& idea, const TemplateSpace& parent, const std::string& dir,
                        const std::string& name, const Compiler& compiler) {
   IdeaApplied out;
-  const auto broken = [&](std::string kind, std::string why) {
-    out.broken_kind = std::move(kind);
+  const auto broken = [&](IdeaBrokenKind kind, std::string why) {
+    out.broken_kind = kind;
     out.reason = std::move(why);
     return out;
   };
   const std::string root = proposal_root_template(parent.name());
   if (!idea.template_root.empty() && idea.template_root != root)
-    return broken("does_not_apply", fmt::format("it is written against template {}, the parent is {} (from {})",
+    return broken(IdeaBrokenKind::does_not_apply, fmt::format("it is written against template {}, the parent is {} (from {})",
                                                 idea.template_root, parent.name(), root));
   const fs::path base(dir), work = base / "work";
   std::error_code ec;
@@ -105,11 +105,11 @@ IdeaApplied apply_idea(const IdeaFile& idea, const TemplateSpace& parent, const 
       if (p.empty() || p == root + ".cu" || p == root + ".json") continue;
       const std::string ext = fs::path(p).extension().string();
       if (ext == ".cu" || ext == ".json")
-        return broken("does_not_apply", fmt::format("the diff changes {}, not a file of template {} ({}.cu, {}.json "
+        return broken(IdeaBrokenKind::does_not_apply, fmt::format("the diff changes {}, not a file of template {} ({}.cu, {}.json "
                                                     "and the headers it includes)", p, parent.name(), root, root));
     }
     if (!f.old_path.empty() && !fs::exists(work / mapped(f.old_path)))
-      return broken("does_not_apply", fmt::format("the diff patches {}, which template {} does not have (its "
+      return broken(IdeaBrokenKind::does_not_apply, fmt::format("the diff patches {}, which template {} does not have (its "
                                                   "headers: the local includes of {}.cu)", f.old_path, parent.name(), root));
     const std::size_t second = f.text.find('\n') + 1, third = f.text.find('\n', second) + 1;
     patch_text += "--- " + mapped(f.old_path) + "\n+++ " + mapped(f.new_path) + "\n" + f.text.substr(third);
@@ -119,22 +119,22 @@ IdeaApplied apply_idea(const IdeaFile& idea, const TemplateSpace& parent, const 
     write_text_file(diff.string(), patch_text);
     const PatchRun dry = run_patch(work, diff, true);
     if (dry.code != 0)
-      return broken("does_not_apply", fmt::format("patch: {}", first_lines(dry.output, 4)));
+      return broken(IdeaBrokenKind::does_not_apply, fmt::format("patch: {}", first_lines(dry.output, 4)));
     const PatchRun real = run_patch(work, diff, false);
-    if (real.code != 0) return broken("does_not_apply", fmt::format("patch: {}", first_lines(real.output, 4)));
+    if (real.code != 0) return broken(IdeaBrokenKind::does_not_apply, fmt::format("patch: {}", first_lines(real.output, 4)));
   }
   if (!idea.space.empty()) {
     nlohmann::ordered_json j;
     try {
       j = nlohmann::ordered_json::parse(read_text_file((work / kProposalSpace).string()));
     } catch (const nlohmann::json::exception& e) {
-      return broken("proposal", fmt::format("{} does not parse after the diff: {}", root + ".json", e.what()));
+      return broken(IdeaBrokenKind::proposal, fmt::format("{} does not parse after the diff: {}", root + ".json", e.what()));
     }
     if (!j.contains("parameters") || !j["parameters"].is_object() || !j.contains("default") || !j["default"].is_object())
-      return broken("proposal", fmt::format("{} has no parameters/default objects after the diff", root + ".json"));
+      return broken(IdeaBrokenKind::proposal, fmt::format("{} has no parameters/default objects after the diff", root + ".json"));
     for (const auto& [axis, values] : idea.space.items()) {
       if (j["parameters"].contains(axis))
-        return broken("bad_input", fmt::format("Space: {} is already a parameter of {} (change its values with a "
+        return broken(IdeaBrokenKind::bad_input, fmt::format("Space: {} is already a parameter of {} (change its values with a "
                                                "diff of {}.json instead)", axis, parent.name(), root));
       j["parameters"][axis] = {{"values", values}, {"doc", fmt::format("idea {}: {}", idea.name, idea.description)}};
       j["default"][axis] = idea.defaults[axis];
@@ -144,7 +144,7 @@ IdeaApplied apply_idea(const IdeaFile& idea, const TemplateSpace& parent, const 
   out.checked = true;
   out.check = check_proposal(work.string(), (base / "template").string(), name, parent, compiler);
   if (out.check.status != ProposalStatus::accepted) {
-    out.broken_kind = out.check.failure == FailureKind::compile ? "compile" : "proposal";
+    out.broken_kind = out.check.failure == FailureKind::compile ? IdeaBrokenKind::compile : IdeaBrokenKind::proposal;
     out.reason = out.check.reason;
   }
   return out;

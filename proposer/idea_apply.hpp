@@ -4,6 +4,7 @@
 #pragma once
 #include <string>
 
+#include "db/records.hpp"
 #include "gpu/compiler.hpp"
 #include "proposer/idea_file.hpp"
 #include "proposer/proposal_check.hpp"
@@ -13,10 +14,10 @@ namespace attn {
 
 /// What became of an idea before any GPU time.
 struct IdeaApplied {
-  /// "" when installed; else the broken kind: does_not_apply (a hunk fails, a file the parent lacks, another
-  /// template's file), bad_input (an axis the parent already has), compile (the default config), proposal
-  /// (the space does not load, the ABI).
-  std::string broken_kind;
+  /// none when installed; else does_not_apply (a hunk fails, a file the parent lacks, another template's file),
+  /// bad_input (an axis the parent already has), compile (the default config), proposal (the space does not
+  /// load, the ABI).
+  IdeaBrokenKind broken_kind = IdeaBrokenKind::none;
   std::string reason;   ///< why broken, in words ("" when installed)
   ProposalCheck check;  ///< the proposal checks (description, source, space, headers, diff, the template)
   bool checked = false; ///< whether check_proposal ran

@@ -61,7 +61,7 @@ std::string top_tsv(const std::vector<IterationRecord>& top) {
 std::vector<const IdeaRecord*> judged_ideas(const std::vector<IdeaRecord>& ideas) {
   std::vector<const IdeaRecord*> out;
   for (const auto& i : ideas)
-    if (i.status == "done" && !i.verdict.empty()) out.push_back(&i);
+    if (i.status == IdeaStatus::done && i.verdict != IdeaVerdict::none) out.push_back(&i);
   return out;
 }
 
@@ -74,7 +74,8 @@ std::string ideas_tsv(const std::vector<IdeaRecord>& ideas) {
   for (const IdeaRecord* i : judged_ideas(ideas))
     s += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n", i->id, tsv_text(i->file), tsv_text(i->description),
                      tsv_text(i->parent_template), tsv_text(i->template_name.empty() ? "-" : i->template_name),
-                     i->verdict, i->broken_kind.empty() ? "-" : i->broken_kind, pct(i->delta_pct),
+                     to_string(i->verdict), i->broken_kind == IdeaBrokenKind::none ? "-" : to_string(i->broken_kind),
+                     pct(i->delta_pct),
                      pct(i->noise_pct), tsv_text(i->reason));
   return s;
 }

@@ -74,6 +74,8 @@ ChampionDecision measure_aba(const FirstLook& first, const AbaTiming& aba, const
   require_score(aba.a1_ms, "A/B/A first incumbent score A1");
   require_score(aba.b_ms, "A/B/A challenger score B");
   require_score(aba.a2_ms, "A/B/A second incumbent score A2");
+  require_spread(first.incumbent_rel_spread, "incumbent relative spread");
+  require_spread(first.challenger_rel_spread, "challenger relative spread");
   if (!std::isfinite(rule.floor_rel) || rule.floor_rel < 0)
     throw std::invalid_argument(fmt::format("champion rule: floor_rel must be >= 0, got {}", rule.floor_rel));
   if (!std::isfinite(rule.spread_weight) || rule.spread_weight < 0)
@@ -92,9 +94,13 @@ ChampionDecision measure_aba(const FirstLook& first, const AbaTiming& aba, const
 }
 
 ChampionDecision decide_champion(const FirstLook& first, const AbaTiming& aba, const ChampionRule& rule) {
-  ChampionDecision d = prefilter_challenger(first);
-  if (d.verdict == ChampionVerdict::not_faster) return d;
-  d = measure_aba(first, aba, rule);
+  const ChampionDecision pre = prefilter_challenger(first);
+  if (pre.verdict == ChampionVerdict::not_faster) return pre;
+  return decide_aba(first, aba, rule);
+}
+
+ChampionDecision decide_aba(const FirstLook& first, const AbaTiming& aba, const ChampionRule& rule) {
+  ChampionDecision d = measure_aba(first, aba, rule);
   const double a = d.incumbent_ms;
   const double rel = rule.spread_weight * std::max(first.incumbent_rel_spread, first.challenger_rel_spread);
   const std::string noise_terms =

@@ -75,15 +75,20 @@ struct ChampionDecision {
 ChampionDecision prefilter_challenger(const FirstLook& first);
 
 /// The A/B/A's numbers without a verdict: incumbent_ms = mean(A1, A2), challenger_ms = B, lead_ms, and the
-/// noise terms of the rule below (|A1 - A2|, spread_weight * max(rel spreads) * mean, floor_rel * mean), for a
-/// comparison that needs them either way (an idea against its parent: daemon/loop_ideas.cpp). verdict and
-/// reason are left at their defaults. Throws std::invalid_argument like decide_champion.
+/// noise terms of the rule (|A1 - A2|, spread_weight * max(rel spreads) * mean, floor_rel * mean; noise_ms their
+/// max). verdict and reason are left at their defaults. Only the spreads of `first` are used. Throws
+/// std::invalid_argument for an A/B/A score <= 0, a negative spread, bad knobs or a non-finite number.
 ChampionDecision measure_aba(const FirstLook& first, const AbaTiming& aba, const ChampionRule& rule = {});
 
-/// The full rule: the pre-filter, then promote iff B < A1 and B < A2 and
+/// The rule after its pre-filter: promote iff B < A1 and B < A2 and
 /// mean(A1, A2) - B > max(|A1 - A2|, spread_weight * max(rel spreads) * mean(A1, A2),
-///                        floor_rel * mean(A1, A2)).
-/// Throws std::invalid_argument like prefilter_challenger, also for A/B/A scores.
+///                        floor_rel * mean(A1, A2));
+/// else aba_disagree (B not below both A's) or within_noise. The numbers are measure_aba's. An idea's win is
+/// this promote (tuner/idea_rule.hpp). Throws std::invalid_argument like measure_aba.
+ChampionDecision decide_aba(const FirstLook& first, const AbaTiming& aba, const ChampionRule& rule = {});
+
+/// The full rule: prefilter_challenger, then decide_aba. Throws std::invalid_argument like prefilter_challenger,
+/// also for A/B/A scores.
 ChampionDecision decide_champion(const FirstLook& first, const AbaTiming& aba, const ChampionRule& rule = {});
 
 }  // namespace attn

@@ -5,7 +5,8 @@ fake_cfg_A<A>_B<B>_F<F> symbol. Score: 0.1 + 0.01 * ((A - 4)^2 + (B - 2)^2) ms, 
 of a config returns the same score. Faults by F: 1 hang (sleeps), 2 fault (says so, exits 3), 3 wrong result,
 4 dies without answering. A cubin that also holds a symbol fake_verdict_inconsistent or fake_verdict_below_floor
 (a proposal's cheat, docs/verification.md) gets that status, with a message like the real worker's naming the first
-case, which alone is timed. Each symbol fake_speed_pct_<N> scales the score by N/100 (an idea's effect, docs/ideas.md); a symbol
+case, which alone is timed; fake_verdict_<kind>_seed_<S> does so only for an eval of a case of seed S (a kernel that
+cheats on the held-out seed alone). Each symbol fake_speed_pct_<N> scales the score by N/100 (an idea's effect, docs/ideas.md); a symbol
 fake_lucky_<N> scales the first eval of that cubin in this worker by N/100 and every later one by (200 - N)/100
 (a config that looked fast once by chance). An eval may name a subset of the prepared cases ("cases", the fidelity ladder's
 screen); an unknown case_id is rejected. Samples per case: min(20, timing.max_samples).
@@ -96,8 +97,9 @@ def main():
                 sys.exit(3)
             if f == 4:
                 sys.exit(1)
-            verdict = re.search(rb"fake_verdict_(inconsistent|below_floor)", data)
-            if verdict and bool(req.get("validate", True)):
+            verdict = re.search(rb"fake_verdict_(inconsistent|below_floor)(?:_seed_(\d+))?(?![A-Za-z0-9_])", data)
+            on_seed = verdict and (verdict.group(2) is None or any(c["seed"] == int(verdict.group(2)) for c in picked))
+            if on_seed and bool(req.get("validate", True)):
                 kind = verdict.group(1).decode()
                 first = picked[0]["case_id"]
                 message = {"inconsistent": f"case {first}: a timed launch on fresh inputs in the same buffers is wrong "

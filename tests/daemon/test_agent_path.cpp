@@ -57,9 +57,9 @@ std::int64_t judged_idea(ExperimentDb& db, std::int64_t run_id, const std::strin
   i.description = description;
   i.parent_template = "fake";
   i.id = db.add_idea(i);
-  i.status = status;
-  i.verdict = verdict;
-  i.broken_kind = kind;
+  i.status = parse_idea_status(status);
+  i.verdict = parse_idea_verdict(verdict);
+  i.broken_kind = parse_idea_broken_kind(kind);
   i.delta_pct = delta_pct;
   i.noise_pct = noise_pct;
   i.reason = reason;

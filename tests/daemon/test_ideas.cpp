@@ -9,13 +9,17 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <optional>
+#include <stdexcept>
 #include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "daemon/seed_rounds.hpp"
 #include "db/store.hpp"
 #include "tests/daemon/daemon_harness.hpp"
+#include "workload/case_spec.hpp"
 
 namespace attn {
 namespace {
@@ -78,6 +82,17 @@ std::string after_f(const std::string& description, const std::string& added) {
          " #endif\n+" + added + "\n #if F == 5\n #error \"deliberate compile error (F = 5)\"\n";
 }
 
+/// The DB of a daemon that is starting: none until the file exists with its schema (a DB opened while the daemon
+/// creates it is empty).
+std::optional<ExperimentDb> open_when_ready(const std::string& path) {
+  if (!fs::exists(path)) return std::nullopt;
+  try {
+    return ExperimentDb::open(path, ExperimentDb::Mode::read_only);
+  } catch (const std::runtime_error&) {
+    return std::nullopt;
+  }
+}
+
 std::int64_t count_iterations_of(ExperimentDb& db, const std::string& tname) {
   const auto r = db.sql_readonly("SELECT count(*) FROM iterations WHERE template = '" + tname + "'");
   return std::stoll(*r.rows.at(0).at(0));
@@ -118,7 +133,8 @@ TEST(Ideas, EachVerdictStackingNoRerunAndNoGpuTimeForBrokenOnes) {
   }
   const auto verdict = [&](const std::string& file) {
     const auto it = by_file.find(file);
-    return it == by_file.end() ? std::string("(none)") : it->second.verdict + ":" + it->second.broken_kind;
+    return it == by_file.end() ? std::string("(none)")
+                               : std::string(to_string(it->second.verdict)) + ":" + to_string(it->second.broken_kind);
   };
   EXPECT_EQ(verdict("01_win.idea"), "win:");
   EXPECT_EQ(verdict("02_stack.idea"), "win:");
@@ -198,9 +214,8 @@ TEST(Ideas, AnIdeaDroppedIntoARunningDaemonIsJudgedAndAVanishedQueueIsReported) 
   // Wait for the daemon to have a champion, then drop the idea.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   auto finished = [&] {
-    if (!fs::exists(f.db)) return std::size_t(0);
-    auto db = ExperimentDb::open(f.db, ExperimentDb::Mode::read_only);
-    return db.iterations().size();
+    auto db = open_when_ready(f.db);
+    return db ? db->iterations().size() : std::size_t(0);
   };
   while (finished() < 2 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -211,10 +226,10 @@ TEST(Ideas, AnIdeaDroppedIntoARunningDaemonIsJudgedAndAVanishedQueueIsReported) 
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     auto db = ExperimentDb::open(f.db, ExperimentDb::Mode::read_only);
     for (const auto& i : db.ideas())
-      if (i.file == "late.idea" && i.status == "done") judged = i;
+      if (i.file == "late.idea" && i.status == IdeaStatus::done) judged = i;
   }
   ASSERT_TRUE(judged) << test::read_text(log);
-  EXPECT_EQ(judged->verdict, "win") << judged->reason;
+  EXPECT_EQ(judged->verdict, IdeaVerdict::win) << judged->reason;
   fs::remove_all(f.queue);  // the folder goes away while the daemon runs: reported, the run goes on
   std::optional<IdeaRecord> missing;
   while (!missing && std::chrono::steady_clock::now() < deadline + std::chrono::seconds(30)) {
@@ -226,7 +241,7 @@ TEST(Ideas, AnIdeaDroppedIntoARunningDaemonIsJudgedAndAVanishedQueueIsReported) 
   const int status = test::wait_exit(pid);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << test::read_text(log);
   ASSERT_TRUE(missing) << test::read_text(log);
-  EXPECT_EQ(missing->broken_kind, "bad_input");
+  EXPECT_EQ(missing->broken_kind, IdeaBrokenKind::bad_input);
   auto db = ExperimentDb::open(f.db, ExperimentDb::Mode::read_only);
   EXPECT_EQ(db.runs().back().status, RunStatus::finished);
 }
@@ -257,10 +272,10 @@ TEST(Ideas, ALosingIdeaRunsOnANewParentOnlyWithRetryYes) {
   for (const auto& i : db.ideas()) by_file[i.file] = i;
   ASSERT_EQ(by_file.size(), 3u);  // a, w, c_retry
   EXPECT_EQ(by_file["a.idea"].parent_template, "fake");
-  EXPECT_EQ(by_file["w.idea"].verdict, "win");
+  EXPECT_EQ(by_file["w.idea"].verdict, IdeaVerdict::win);
   EXPECT_EQ(by_file["c_retry.idea"].idea_hash, by_file["a.idea"].idea_hash);  // one idea, whatever its words
   EXPECT_EQ(by_file["c_retry.idea"].parent_template, by_file["w.idea"].template_name);
-  EXPECT_EQ(by_file["c_retry.idea"].verdict, "no_gain");
+  EXPECT_EQ(by_file["c_retry.idea"].verdict, IdeaVerdict::no_gain);
 }
 
 // A verdict holds for the suite it was measured on: the same idea on the same parent is judged again on another
@@ -284,7 +299,7 @@ TEST(Ideas, AnIdeaJudgedOnOneSuiteIsJudgedAgainOnAnother) {
   EXPECT_EQ(ideas[0].idea_hash, ideas[1].idea_hash);
   EXPECT_EQ(ideas[0].parent_template, "fake");
   EXPECT_EQ(ideas[1].parent_template, "fake");
-  EXPECT_EQ(ideas[1].verdict, "win") << ideas[1].reason;
+  EXPECT_EQ(ideas[1].verdict, IdeaVerdict::win) << ideas[1].reason;
   EXPECT_EQ(db.run(ideas[0].run_id)->suite, "smoke");
   EXPECT_EQ(db.run(ideas[1].run_id)->suite, "local-dev");
   // query ideas names each verdict's suite.
@@ -317,7 +332,7 @@ TEST(Ideas, AVerdictMeasuresTheIdeasCodeNotALuckyConfig) {
   // Its fastest config in the tuning is a lucky one (A or B off the parent's best, LUCKY 1: half the score).
   ASSERT_TRUE(i.best_ms && i.best_iteration_id) << i.reason;
   EXPECT_LT(*i.best_ms, 0.1 * 0.75) << i.reason;
-  EXPECT_EQ(i.verdict, "no_gain") << i.reason;
+  EXPECT_EQ(i.verdict, IdeaVerdict::no_gain) << i.reason;
   EXPECT_NEAR(*i.delta_pct, 0.0, 0.01) << i.reason;
   const auto aba = nlohmann::json::parse(i.aba_json);
   EXPECT_EQ(aba.at("judged"), "paired") << i.aba_json;
@@ -357,10 +372,35 @@ TEST(Ideas, AProposerBesideIdeasIsNotBlamedForTheDaemonsWritesInItsFolder) {
   }
   EXPECT_GE(proposer_calls, 1);
   ASSERT_EQ(db.ideas().size(), 1u);
-  EXPECT_EQ(db.ideas()[0].verdict, "win");
+  EXPECT_EQ(db.ideas()[0].verdict, IdeaVerdict::win)
+      << to_string(db.ideas()[0].status) << ": " << db.ideas()[0].reason << "\n" << out.text;
   ASSERT_TRUE(db.ideas()[0].proposal_id);
   EXPECT_GT(*db.ideas()[0].proposal_id, 1);  // begun after the first proposer call (proposal 1) started
   EXPECT_TRUE(fs::exists(cache)) << "the test must compile into the DB's folder";
+}
+
+// A held-out failure keeps its kind: an idea that wins the A/B/A on the tuning seed but times below its roofline floor
+// on the held-out seed (fake_verdict_below_floor_seed_<S>: only an eval of a case of seed S) is broken, below_floor.
+TEST(Ideas, AnIdeaThatFailsOnTheHeldOutSeedIsBrokenWithThatFailuresKind) {
+  IdeaFixture f;
+  const std::int64_t held_out = builtin_suite("quick", kDefaultHoldoutSeed).front().seed;
+  for (const auto& c : builtin_suite("quick", 0)) ASSERT_NE(c.seed, held_out) << c.case_id;  // the tuning seed's cases
+  f.queue_idea("cheat.idea", test::fake_axis_idea("faster, and below the floor on the held-out seed", "", "CHEAT", "CHEAT",
+                                                  "extern \"C\" __device__ int fake_speed_pct_80 = 1, "
+                                                  "fake_verdict_below_floor_seed_" + std::to_string(held_out) + " = 1;"));
+  std::string args = f.args("");
+  args.replace(args.find("--suite smoke"), 13, "--suite quick");
+  const test::Output out = test::run_tuner(args);
+  ASSERT_EQ(out.code, 0) << out.text;
+  auto db = ExperimentDb::open(f.db, ExperimentDb::Mode::read_only);
+  ASSERT_EQ(db.ideas().size(), 1u) << out.text;
+  const IdeaRecord i = db.ideas()[0];
+  EXPECT_EQ(i.verdict, IdeaVerdict::broken) << i.reason;
+  EXPECT_EQ(i.broken_kind, IdeaBrokenKind::below_floor) << to_string(i.broken_kind) << ": " << i.reason;
+  EXPECT_EQ(i.reason.rfind("on the held-out seed: below_floor: case quick-", 0), 0u) << i.reason;
+  EXPECT_NEAR(*i.delta_pct, -20.0, 0.01) << i.reason;  // it won the A/B/A on the tuning seed
+  EXPECT_TRUE(i.holdout_parent_ms);
+  EXPECT_FALSE(i.holdout_idea_ms);
 }
 
 TEST(Ideas, AnIdeaCutOffByAKilledDaemonRunsAgainFromTheStart) {
@@ -372,10 +412,10 @@ TEST(Ideas, AnIdeaCutOffByAKilledDaemonRunsAgainFromTheStart) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(40);
   while (!tuning && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    if (!fs::exists(f.db)) continue;
-    auto db = ExperimentDb::open(f.db, ExperimentDb::Mode::read_only);
-    for (const auto& i : db.ideas())
-      if (i.status == "tuning") tuning = i;
+    auto db = open_when_ready(f.db);
+    if (!db) continue;
+    for (const auto& i : db->ideas())
+      if (i.status == IdeaStatus::tuning) tuning = i;
   }
   ASSERT_TRUE(tuning) << test::read_text(log);
   const test::Output status = test::run_tuner("status --db '" + f.db + "'");
@@ -389,10 +429,10 @@ TEST(Ideas, AnIdeaCutOffByAKilledDaemonRunsAgainFromTheStart) {
   auto db = ExperimentDb::open(f.db, ExperimentDb::Mode::read_only);
   const auto ideas = db.ideas();
   ASSERT_EQ(ideas.size(), 2u);
-  EXPECT_EQ(ideas[0].status, "interrupted");
+  EXPECT_EQ(ideas[0].status, IdeaStatus::interrupted);
   EXPECT_NE(ideas[0].reason.find("the daemon ended before its verdict"), std::string::npos) << ideas[0].reason;
   EXPECT_EQ(ideas[1].file, "w.idea");
-  EXPECT_EQ(ideas[1].verdict, "win");
+  EXPECT_EQ(ideas[1].verdict, IdeaVerdict::win);
   EXPECT_NE(ideas[1].template_name, ideas[0].template_name);
   // The cut-off idea's template left the search: no iteration of it in the second run.
   const auto r = db.sql_readonly("SELECT count(*) FROM iterations WHERE template = '" + ideas[0].template_name +

@@ -223,9 +223,9 @@ std::int64_t add_judged_idea(ExperimentDb& db, std::int64_t run_id, const std::s
   i.parent_template = parent;
   i.id = db.add_idea(i);
   i.template_name = tmpl;
-  i.status = status;
-  i.verdict = verdict;
-  i.broken_kind = kind;
+  i.status = parse_idea_status(status);
+  i.verdict = parse_idea_verdict(verdict);
+  i.broken_kind = parse_idea_broken_kind(kind);
   i.delta_pct = delta_pct;
   i.noise_pct = noise_pct;
   i.reason = reason;

@@ -223,7 +223,7 @@ TEST(ScaleOut, MergeKeepsEveryIdeaVerdictAndHarnessCheckWithRemappedIds) {
     ideas.push_back(d.ideas());
     ASSERT_EQ(ideas.back().size(), 1u);
     const IdeaRecord& i = ideas.back()[0];
-    ASSERT_EQ(i.verdict, "win") << i.reason;
+    ASSERT_EQ(i.verdict, IdeaVerdict::win) << i.reason;
     ASSERT_TRUE(i.best_iteration_id && i.parent_iteration_id && i.proposal_id) << i.reason;
     const auto champ = d.champion("smoke", ChampionScope::overall);
     ASSERT_TRUE(champ);

@@ -189,31 +189,28 @@ TEST(Schema, IdeasAreStoredUpdatedAndInterruptedAndAVersionSevenFileReadsWithout
   const auto id = db.add_idea(i);
   auto got = db.idea(id);
   ASSERT_TRUE(got);
-  EXPECT_EQ(got->status, "checking");
+  EXPECT_EQ(got->status, IdeaStatus::checking);
   EXPECT_EQ(got->space_json, R"({"X": [0, 1]})");
   EXPECT_TRUE(got->finished_at.empty());
-  got->status = "tuning";
+  got->status = IdeaStatus::tuning;
   got->configs = 3;
   db.update_idea(*got);
   i.file = "b.idea";
   i.idea_hash = "h2";
   const auto id2 = db.add_idea(i);
   auto second = *db.idea(id2);
-  second.status = "done";
-  second.verdict = "slower";
+  second.status = IdeaStatus::done;
+  second.verdict = IdeaVerdict::slower;
   second.delta_pct = 4.5;
   db.update_idea(second);
   EXPECT_FALSE(db.idea(id2)->finished_at.empty());
   EXPECT_EQ(db.mark_interrupted_ideas(), std::vector<std::int64_t>{id});  // the done one stays done
-  EXPECT_EQ(db.idea(id)->status, "interrupted");
+  EXPECT_EQ(db.idea(id)->status, IdeaStatus::interrupted);
   EXPECT_EQ(db.idea(id)->configs, 3);
   EXPECT_EQ(db.idea(id2)->delta_pct, std::optional<double>(4.5));
   // Bad rows are refused, naming the problem.
   auto bad = second;
-  bad.verdict = "maybe";
-  EXPECT_THROW(db.update_idea(bad), std::invalid_argument);
-  bad = second;
-  bad.verdict.clear();
+  bad.verdict = IdeaVerdict::none;
   EXPECT_THROW(db.update_idea(bad), std::invalid_argument);  // done without a verdict
   bad = second;
   bad.aba_json = "{";
@@ -225,6 +222,11 @@ TEST(Schema, IdeasAreStoredUpdatedAndInterruptedAndAVersionSevenFileReadsWithout
   bad.run_id = 42;
   EXPECT_THROW(db.add_idea(bad), std::invalid_argument);
   EXPECT_EQ(db.ideas().size(), 2u);
+  // Status, verdict and broken kind are stored by name; a name no build knows is an error naming it.
+  EXPECT_EQ(*db.sql_readonly("SELECT status || ':' || verdict FROM ideas WHERE id = " + std::to_string(id2)).rows.at(0).at(0),
+            "done:slower");
+  db.connection().exec("UPDATE ideas SET broken_kind = 'gremlins' WHERE id = " + std::to_string(id2));
+  EXPECT_NE(error_of([&] { db.idea(id2); }).find("unknown idea broken kind \"gremlins\""), std::string::npos);
 }
 
 TEST(Schema, NotASqliteFileIsAClearErrorNamingIt) {
