@@ -156,6 +156,17 @@ class Loop {
   Clock::time_point ideas_scanned_{};
   std::string idea_queue_problem_;        // the last problem with the folder (reported once)
 
+  // The idea agent (daemon/idea_agent.cpp): a call running beside the tuning while the queue runs low.
+  std::future<IdeaAgentResult> agent_call_;
+  std::atomic<bool> agent_cancel_{false};
+  std::optional<Clock::time_point> agent_ended_;  // when the last call ended
+  bool agent_queued_none_ = false;                 // the last call queued no idea
+  /// The idea agent's step, called by every slot's loop: a finished call collected, a new one started when
+  /// due (IdeaAgentOptions::due, with the queue's ideas not yet judged).
+  void poll_idea_agent();
+  /// Collects the call when it has ended (or waits for it with `wait`). True when one was collected.
+  bool collect_idea_agent(bool wait = false);
+
   /// Templates of ideas of earlier runs: evaluated in full, and out of the search unless their idea won.
   void load_idea_templates();
   /// The parent of the next idea written against repository template `root`: the latest winning idea of

@@ -99,7 +99,7 @@ void Loop::poll_ideas(GpuSlot& slot) {
   if (!idea_queue_problem_.empty()) say(fmt::format("idea queue: {} is there again", o_.ideas.dir));
   idea_queue_problem_.clear();
   for (const auto& q : queued) {
-    const std::string key = q.name + "\n" + (q.bytes ? bytes_hash(*q.bytes) : q.error);
+    const std::string key = idea_queue_key(q);
     if (ideas_taken_.count(key)) continue;
     if (start_idea(q)) ideas_taken_.insert(key);
     if (idea_) return;  // one idea at a time: the next one stacks on its verdict

@@ -45,7 +45,8 @@ TEST(Schema, CreatesEveryTableAtTheCurrentVersionInWalMode) {
                         "WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name)");
     ASSERT_TRUE(st.step());
     EXPECT_EQ(st.column_text(0),
-              "case_results,champion_history,champions,harness_checks,holdout_checks,ideas,iteration_sources,iterations,proposals,runs,"
+              "case_results,champion_history,champions,harness_checks,holdout_checks,idea_agent_calls,idea_agent_ideas,ideas,"
+              "iteration_sources,iterations,proposals,runs,"
               "schema_version,variants");
     EXPECT_EQ(db::read_schema_version(c), db::kSchemaVersion);
   }
