@@ -98,6 +98,35 @@ std::vector<IdeaCheckConfig> idea_check_configs(const TemplateSpace& parent, con
   return out;
 }
 
+ConfigComparison compare_with_parent(const std::string& label, const CompiledVariant& iv, const CompiledVariant& pv,
+                                     const std::set<std::string>& accepted) {
+  ConfigComparison out;
+  const auto parent_warnings = ptxas_warnings(pv.log);
+  for (const auto& w : ptxas_warnings(iv.log)) {
+    if (!predicts_slow_kernel(w)) continue;
+    const bool in_parent = std::any_of(parent_warnings.begin(), parent_warnings.end(),
+                                       [&](const PtxasWarning& p) { return p.code == w.code && p.text == w.text; });
+    if (in_parent) {
+      out.notes.push_back(fmt::format("note: {}: {} (the parent's build has it too)", label, w.text));
+    } else if (accepted.count(w.code)) {
+      out.notes.push_back(fmt::format("accepted ({}): {}: {}", w.code, label, w.text));
+    } else {
+      out.failures.push_back(
+          {IdeaCheckCode::slow_build,
+           fmt::format("{}: {} (a serialised wgmma cost +33 % in the project's measurements; --accept-warning {} to "
+                       "let it pass)", label, w.text, w.code.empty() ? "CODE" : w.code)});
+    }
+  }
+  const ResourceUsage &ir = iv.resources, &pr = pv.resources;
+  const int ispill = ir.spill_stores + ir.spill_loads, pspill = pr.spill_stores + pr.spill_loads;
+  if (ispill > pspill) {
+    const std::string what = fmt::format("{}: spills {} bytes (stores + loads), the parent's build {}", label, ispill, pspill);
+    if (accepted.count("spills")) out.notes.push_back("accepted (spills): " + what);
+    else out.failures.push_back({IdeaCheckCode::spills, what + " (--accept-warning spills to let it pass)"});
+  }
+  return out;
+}
+
 IdeaCheckCode IdeaCheckReport::code() const {
   IdeaCheckCode c = IdeaCheckCode::ok;
   for (const auto& f : failures)
@@ -138,7 +167,10 @@ IdeaCheckReport check_idea_file(const std::string& name, const std::string& byte
                                : applied.broken_kind == "bad_input"    ? IdeaCheckCode::bad_input
                                                                        : IdeaCheckCode::proposal;
     fail(code, applied.reason);
-    if (applied.check.compiled && !applied.check.compiled->ok) say("NVRTC log:\n" + applied.check.compiled->log);
+    if (applied.check.compiled && !applied.check.compiled->ok) {
+      const std::string& log = applied.check.compiled->log;
+      say("NVRTC log" + (log.size() > 4000 ? std::string(" (its first 4000 bytes)") : "") + ":\n" + log.substr(0, 4000));
+    }
     return r;
   }
   const TemplateSpace& space = *applied.check.space;
@@ -185,27 +217,9 @@ IdeaCheckReport check_idea_file(const std::string& name, const std::string& byte
     }
     if (iv.cubin_hash == pv.cubin_hash)
       say(fmt::format("note: {}: the same cubin as the parent's (the idea changes nothing in this config)", label));
-    const auto parent_warnings = ptxas_warnings(pv.log);
-    for (const auto& w : ptxas_warnings(iv.log)) {
-      if (!predicts_slow_kernel(w)) continue;
-      const bool in_parent = std::any_of(parent_warnings.begin(), parent_warnings.end(),
-                                         [&](const PtxasWarning& p) { return p.code == w.code && p.text == w.text; });
-      if (in_parent) {
-        say(fmt::format("note: {}: {} (the parent's build has it too)", label, w.text));
-      } else if (o.accepted.count(w.code)) {
-        say(fmt::format("accepted ({}): {}: {}", w.code, label, w.text));
-      } else {
-        fail(IdeaCheckCode::slow_build,
-             fmt::format("{}: {} (a serialised wgmma cost +33 % in the project's measurements; --accept-warning {} to "
-                         "let it pass)", label, w.text, w.code.empty() ? "CODE" : w.code));
-      }
-    }
-    const int ispill = ir.spill_stores + ir.spill_loads, pspill = pr.spill_stores + pr.spill_loads;
-    if (ispill > pspill) {
-      const std::string what = fmt::format("{}: spills {} bytes (stores + loads), the parent's build {}", label, ispill, pspill);
-      if (o.accepted.count("spills")) say("accepted (spills): " + what);
-      else fail(IdeaCheckCode::spills, what + " (--accept-warning spills to let it pass)");
-    }
+    const ConfigComparison cmp = compare_with_parent(label, iv, pv, o.accepted);
+    for (const auto& n : cmp.notes) say(n);
+    for (const auto& f : cmp.failures) fail(f.code, f.message);
   };
 
   // 4. The configs with the idea on, each against the parent's build of the same old axes.

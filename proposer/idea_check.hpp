@@ -73,6 +73,18 @@ struct IdeaCheckFinding {
   std::string message;
 };
 
+/// What one config with the idea on shows against the parent's build of the same config.
+struct ConfigComparison {
+  std::vector<IdeaCheckFinding> failures;
+  std::vector<std::string> notes;  ///< lines for people (accepted findings, diagnostics the parent has too)
+};
+
+/// The rule for one config with the idea on (`label` names it in the messages), from the two builds: each
+/// ptxas diagnostic of `idea` that predicts a slow kernel and that `parent`'s log lacks is slow_build unless
+/// its code is in `accepted`; more spill bytes (stores + loads) than `parent` is spills unless "spills" is.
+ConfigComparison compare_with_parent(const std::string& label, const CompiledVariant& idea,
+                                     const CompiledVariant& parent, const std::set<std::string>& accepted);
+
 /// Everything `idea check` found and printed.
 struct IdeaCheckReport {
   std::vector<IdeaCheckFinding> failures;  ///< empty: the idea passes
