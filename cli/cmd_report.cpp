@@ -18,6 +18,7 @@
 
 #include "cli/commands.hpp"
 #include "report/python_runner.hpp"
+#include "proposer/idea_context.hpp"
 #include "report/report_cases.hpp"
 #include "db/store.hpp"
 
@@ -141,6 +142,11 @@ void run_report(const ReportOptions& o) {
     throw CliError(fmt::format("report: cannot read the experiment DB {}: {}", o.db, e.what()));
   }
 
+  try {  // the champion's profile (proposer/idea_context.hpp): the report's Profile section
+    cases["profile"] = {{"markdown", champion_profile_markdown(*db, suite)}};
+  } catch (const std::exception& e) {
+    cases["profile"] = {{"error", e.what()}};
+  }
   const fs::path script = fs::path(report_script_dir()) / "report.py";
   if (!fs::is_regular_file(script))
     throw CliError(fmt::format("report: the report script is not at {} (set ATTN_TUNER_REPORT_DIR to the folder "

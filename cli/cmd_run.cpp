@@ -118,6 +118,15 @@ void add_run_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--idea-top", o->ideas.top, "the parent's best configs an idea tries first")->capture_default_str();
   cmd->add_option("--idea-poll", o->ideas.poll_s, "seconds between looks at the idea queue folder")->capture_default_str();
+  cmd->add_option("--idea-agent", o->idea_agent.command,
+                  "a command (sh -c) that writes *.idea files: while the idea queue holds fewer than --idea-agent-min "
+                  "ideas it runs beside the tuning in a fresh kit (`idea context`), its ideas go into the queue "
+                  "(needs --ideas; docs/ideas.md)");
+  cmd->add_option("--idea-agent-min", o->idea_agent.min_queued, "ideas waiting in the queue below which the agent is "
+                                                                  "called")->capture_default_str();
+  cmd->add_option("--idea-agent-timeout", o->idea_agent.timeout_s, "seconds an agent call may run")->capture_default_str();
+  cmd->add_option("--idea-agent-retry", o->idea_agent.retry_s, "seconds before the next call after one that queued "
+                                                                 "no idea")->capture_default_str();
   cmd->add_option("--gpus", *gpus,
                   "one worker per GPU: all (every GPU NVML sees) or indices such as 0,1 (default: one worker, GPU 0)");
   cmd->add_option("--shard", *shard,
@@ -150,6 +159,12 @@ void add_run_command(CLI::App& app) {
       o->ideas.dir = std::filesystem::absolute(o->ideas.dir).lexically_normal().string();  // --detach changes the cwd
     if (*compile_procs < -1) throw CliError("--compile-procs must be 0 (NVRTC in the daemon) or more");
     if (*compile_procs >= 0) o->compile_procs = unsigned(*compile_procs);
+    if (o->idea_agent.enabled()) {
+      if (!o->ideas.enabled()) throw CliError("--idea-agent needs --ideas DIR (the queue its ideas go into)");
+      if (o->idea_agent.min_queued < 1) throw CliError("--idea-agent-min must be at least 1");
+      if (!(o->idea_agent.timeout_s > 0)) throw CliError("--idea-agent-timeout must be positive");
+      if (!(o->idea_agent.retry_s >= 0)) throw CliError("--idea-agent-retry must be >= 0");
+    }
     if (!worker_exe->empty()) o->worker = WorkerCommand{*worker_exe, {}};
     // A read-only DB or folder, an unwritable iters.tsv or cache: a clear error before anything is logged.
     check_run_storage(o->db_path, tsv_path_of(*o), o->cache_dir);

@@ -13,6 +13,11 @@ struct CliError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// Ends a command with exit code `code` after it printed its account: findings, not an error (`idea check`).
+struct CliExit {
+  int code = 0;
+};
+
 void add_suites_command(CLI::App& app);   // workload: print a suite with work and roofline floor
 void add_query_command(CLI::App& app);    // db: best | top N | history | show ITER | sql | tsv | proposals
 void add_compile_command(CLI::App& app);  // gpu: NVRTC-compile a template's configs (no GPU needed)
@@ -27,6 +32,7 @@ void add_export_command(CLI::App& app);   // export: write a challenge submissio
 void add_report_command(CLI::App& app);   // report: the morning report (HTML + PNG) from the DB
 void add_space_command(CLI::App& app);    // tuner: valid configs and parameters of each template
 void add_replay_command(CLI::App& app);   // tuner: replay a strategy against a finished DB (no GPU)
-void add_db_command(CLI::App& app);       // db: merge DBs (Slurm shards), migrate a DB
+void add_db_command(CLI::App& app);
+void add_idea_command(CLI::App& app);     // proposer: idea check FILE, idea context (the author's kit)       // db: merge DBs (Slurm shards), migrate a DB
 
 }  // namespace attn

@@ -24,10 +24,13 @@ int main(int argc, char** argv) {
   attn::add_space_command(app);
   attn::add_replay_command(app);
   attn::add_db_command(app);
+  attn::add_idea_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  } catch (const attn::CliExit& e) {
+    return e.code;
   } catch (const attn::CliError& e) {
     std::fprintf(stderr, "attn-tuner: %s\n", e.what());
     return 2;

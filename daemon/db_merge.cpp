@@ -228,6 +228,18 @@ void merge_one(sqlite::Connection& conn, const std::string& path, MergeSummary& 
       "json_each(aba_json, '$.looks') l)) WHERE {1}json_type(aba_json, '$.looks') = 'array' ELSE 0 END",
       off_it, this_input));
 
+  // The idea agent's calls and the idea files they wrote (schema 9, docs/ideas.md): run, champion iteration and
+  // call ids remapped, the parent template renamed with its proposal; the queue names (ideas.file) are kept.
+  const std::int64_t off_agent = scalar(conn, "SELECT MAX(id) FROM main.idea_agent_calls");
+  copy_rows(conn, "idea_agent_calls",
+            {{"id", plus("id", off_agent)},
+             {"run_id", plus("run_id", off_run)},
+             {"champion_iteration_id", plus("champion_iteration_id", off_it)},
+             {"parent_template",
+              "COALESCE((SELECT t.new FROM temp.tmap t WHERE t.old = s.parent_template), s.parent_template)"}},
+            "ORDER BY s.id");
+  copy_rows(conn, "idea_agent_ideas", {{"call_id", plus("call_id", off_agent)}}, "ORDER BY s.rowid");
+
   // Harness checks (`export --harness`, docs/export.md). Their iterations_json lists the exported variants,
   // [{"variant", "template", "iteration"}, ...] (a bare integer is taken as an iteration id): each iteration
   // gets the offset and each template the proposal rename, as the iteration it names; "variant" stays the

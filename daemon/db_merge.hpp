@@ -21,7 +21,8 @@ struct MergeSummary {
 };
 
 /// Merges `inputs` into a new DB at `out` (schema kSchemaVersion):
-/// - runs, iterations, case_results, holdout_checks, proposals, champion_history, ideas and harness_checks
+/// - runs, iterations, case_results, holdout_checks, proposals, champion_history, ideas, idea_agent_calls,
+///   idea_agent_ideas and harness_checks
 ///   rows are copied with new ids (each input's rows after the previous input's, in id order) and their
 ///   references remapped (also the iteration ids in ideas.aba_json and harness_checks.iterations_json);
 /// - variants are deduplicated by content_hash (the first input's row is kept);

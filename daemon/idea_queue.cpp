@@ -9,11 +9,13 @@
 
 #include <fmt/format.h>
 
+#include "gpu/compiler.hpp"
+#include "proposer/idea_file.hpp"
+
 namespace attn {
 namespace fs = std::filesystem;
 
 namespace {
-constexpr std::uintmax_t kMaxIdeaBytes = 1 << 20;
 }
 
 std::vector<QueuedIdea> scan_idea_queue(const std::string& dir, std::string& problem) {
@@ -48,8 +50,8 @@ std::vector<QueuedIdea> scan_idea_queue(const std::string& dir, std::string& pro
     std::error_code e2;
     const auto size = fs::file_size(path, e2);
     if (e2) continue;  // removed since the listing: no longer queued
-    if (size > kMaxIdeaBytes) {
-      q.error = fmt::format("{} is {} bytes, over the {} an idea file may have", name, size, kMaxIdeaBytes);
+    if (size > kIdeaFileMaxBytes) {
+      q.error = fmt::format("{} is {} bytes, over the {} an idea file may have", name, size, kIdeaFileMaxBytes);
     } else {
       std::ifstream f(path, std::ios::binary);
       std::ostringstream ss;
@@ -63,6 +65,15 @@ std::vector<QueuedIdea> scan_idea_queue(const std::string& dir, std::string& pro
     out.push_back(std::move(q));
   }
   return out;
+}
+
+std::string idea_queue_key(const QueuedIdea& q) {
+  return q.name + "\n" + (q.bytes ? "file:" + xxh128_hex(*q.bytes) : q.error);
+}
+
+std::size_t untaken_ideas(const std::vector<QueuedIdea>& queued, const std::set<std::string>& taken) {
+  return std::size_t(std::count_if(queued.begin(), queued.end(),
+                                   [&](const QueuedIdea& q) { return !taken.count(idea_queue_key(q)); }));
 }
 
 }  // namespace attn

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstddef>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,13 @@ struct QueuedIdea {
   std::optional<std::string> bytes;  ///< its content; none when it could not be read (`error` says why)
   std::string error;
 };
+
+/// What the loop knows a queued file by in a run: its name and its bytes' XXH3-128 (or its read error). A file
+/// edited since it was taken is another file.
+std::string idea_queue_key(const QueuedIdea& q);
+
+/// How many of `queued` have not been taken (their idea_queue_key is not in `taken`).
+std::size_t untaken_ideas(const std::vector<QueuedIdea>& queued, const std::set<std::string>& taken);
 
 /// The *.idea regular files of `dir` (not its subfolders), oldest modification time first, then by name,
 /// each read whole (at most 1 MiB: a larger file is an error, not read). `problem` is set, and nothing

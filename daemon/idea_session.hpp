@@ -72,6 +72,8 @@ class IdeaSession {
   /// Whether the queue file `key` (its name and content hash) was taken in this run; take() records it.
   bool taken(const std::string& key) const { return taken_.count(key) > 0; }
   void take(const std::string& key) { taken_.insert(key); }
+  /// The queue keys taken so far (idea_queue_key).
+  const std::set<std::string>& taken_keys() const { return taken_; }
   /// Sets the folder's problem ("" for none); returns the one before (a problem is reported once, and its end).
   std::string set_problem(const std::string& problem);
 

@@ -149,6 +149,17 @@ class Loop {
   std::int64_t screened_out_ = 0, full_evals_ = 0;  // this run
   IdeaSession ideas_;  // the idea queue's state (daemon/loop_ideas.cpp does its I/O, docs/ideas.md)
 
+  // The idea agent (daemon/idea_agent.cpp): a call running beside the tuning while the queue runs low.
+  std::future<IdeaAgentResult> agent_call_;
+  std::atomic<bool> agent_cancel_{false};
+  std::optional<Clock::time_point> agent_ended_;  // when the last call ended
+  bool agent_queued_none_ = false;                 // the last call queued no idea
+  /// The idea agent's step, called by every slot's loop: a finished call collected, a new one started when
+  /// due (IdeaAgentOptions::due, with the queue's ideas not yet judged).
+  void poll_idea_agent();
+  /// Collects the call when it has ended (or waits for it with `wait`). True when one was collected.
+  bool collect_idea_agent(bool wait = false);
+
   /// Templates of ideas of earlier runs: evaluated in full, and out of the search unless their idea won.
   void load_idea_templates();
   /// The parent of the next idea written against repository template `root`: the latest winning idea of

@@ -92,7 +92,7 @@ void Loop::poll_ideas(GpuSlot& slot) {
   }
   if (!before.empty()) say(fmt::format("idea queue: {} is there again", o_.ideas.dir));
   for (const auto& q : queued) {
-    const std::string key = q.name + "\n" + (q.bytes ? bytes_hash(*q.bytes) : q.error);
+    const std::string key = idea_queue_key(q);
     if (ideas_.taken(key)) continue;
     if (start_idea(q)) ideas_.take(key);
     if (ideas_.current()) return;  // one idea at a time: the next one stacks on its verdict

@@ -6,6 +6,7 @@
 
 #include "core/templates_dir.hpp"
 #include "daemon/loop.hpp"
+#include "db/store_idea_agents.hpp"
 #include "daemon/pid_lock.hpp"
 #include "daemon/stale_worker.hpp"
 #include "daemon/supervise.hpp"
@@ -30,6 +31,7 @@ void Loop::setup_seeds_and_fidelity() {
 
 void Loop::resume() {
   db_.mark_interrupted_proposals();
+  mark_interrupted_idea_agent_calls(db_);
   if (const auto ideas = db_.mark_interrupted_ideas(); !ideas.empty())
     say(fmt::format("resumed: {} idea(s) left without a verdict were marked interrupted (queued again, they run "
                     "from the start)", ideas.size()));

@@ -205,6 +205,7 @@ void Loop::gpu_loop(GpuSlot& slot, std::unique_lock<std::mutex>& lock) {
     }
     maybe_rotate();
     poll_ideas(slot);
+    poll_idea_agent();
     collect_proposal();
     if (!proposing_.valid() && o_.proposer.due(summary_.iterations, summary_.iterations - champion_at_, proposed_at_))
       start_proposal();
@@ -220,6 +221,11 @@ void Loop::gpu_loop(GpuSlot& slot, std::unique_lock<std::mutex>& lock) {
         continue;
       }
     }
+    // With an idea agent, nothing to tune is no end: its calls may bring ideas until the budget ends.
+    if (inflight_.empty() && busy_ == 0 && o_.idea_agent.enabled() && o_.ideas.enabled() && !stop_reason()) {
+      slot.state = "idle";
+      cv_.wait_for(lock, milliseconds(200));
+      continue;
     if (inflight_.empty() && ideas_.current() && busy_ == 0) {  // its check is still running: wait for it, not the end
       slot.state = "idle";
       cv_.wait_for(lock, milliseconds(200));

@@ -153,6 +153,14 @@ RunSummary Loop::run() {
       spdlog::warn("the last proposer call: {}", e.what());
     }
   }
+  if (agent_call_.valid()) {  // an idea agent call still running: stopped, recorded interrupted
+    agent_cancel_ = true;
+    try {
+      collect_idea_agent(true);
+    } catch (const std::exception& e) {
+      spdlog::warn("the last idea agent call: {}", e.what());
+    }
+  }
   for (auto& f : inflight_) search_.state(f.proposal.template_name).cancel_pending(f.proposal.proposal.config);
   interrupt_idea("the run ended before its verdict (" + summary_.stop_reason + "); queued again, it runs from the start");
   try {

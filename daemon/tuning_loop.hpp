@@ -10,6 +10,7 @@
 #include "daemon/gpu_set.hpp"
 #include "daemon/idea_queue.hpp"
 #include "daemon/seed_rounds.hpp"
+#include "proposer/idea_agent_call.hpp"
 #include "proposer/proposal_round.hpp"
 #include "daemon/supervise.hpp"
 #include "gpu/timing.hpp"
@@ -58,6 +59,7 @@ struct RunOptions {
   std::int64_t holdout_seed = kDefaultHoldoutSeed;
   ProposerOptions proposer;             ///< the proposer hook (docs/proposer.md); off when no command
   IdeaOptions ideas;                    ///< the idea queue (docs/ideas.md); off when no folder
+  IdeaAgentOptions idea_agent;          ///< the idea agent (docs/ideas.md, needs the queue); off when no command
   /// One worker per GPU (docs/scale-out.md): each sees only its GPU (CUDA_VISIBLE_DEVICES), takes the next
   /// compiled proposal whenever it is idle, and runs the A/B/A re-timings and held-out checks of its own
   /// challengers. Empty = one worker on GPU 0 with the daemon's environment (the default).

@@ -284,6 +284,36 @@ CREATE TABLE ideas (
 CREATE INDEX ideas_by_hash ON ideas (idea_hash, parent_template);
 )sql";
 
+// Since version 9: the idea agent's calls (`run --idea-agent CMD`, docs/ideas.md): each call with the kit it was
+// given (its files as the agent saw them), its output, and the idea files it wrote, each with the queue file
+// name it went in as (`ideas.file` of its verdict row: the provenance of an agent's idea).
+constexpr const char* kIdeaAgentSql = R"sql(
+CREATE TABLE idea_agent_calls (
+  id                     INTEGER PRIMARY KEY AUTOINCREMENT,
+  run_id                 INTEGER NOT NULL REFERENCES runs (id),
+  command                TEXT NOT NULL,
+  status                 TEXT NOT NULL CHECK (status IN ('running','done','failed','interrupted')),
+  reason                 TEXT NOT NULL DEFAULT '',
+  exit_status            TEXT NOT NULL DEFAULT '',
+  agent_ms               REAL,
+  output                 TEXT NOT NULL DEFAULT '',
+  parent_template        TEXT NOT NULL DEFAULT '',
+  champion_iteration_id  INTEGER REFERENCES iterations (id),
+  context_json           TEXT NOT NULL DEFAULT '{}',
+  started_at             TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  finished_at            TEXT
+);
+CREATE TABLE idea_agent_ideas (
+  call_id    INTEGER NOT NULL REFERENCES idea_agent_calls (id),
+  file       TEXT NOT NULL,
+  queued_as  TEXT NOT NULL,
+  idea_hash  TEXT NOT NULL,
+  text       TEXT NOT NULL,
+  PRIMARY KEY (call_id, file)
+);
+CREATE INDEX idea_agent_ideas_by_queue_file ON idea_agent_ideas (queued_as);
+)sql";
+
 // Version 1 -> 2: the fidelity ladder and held-out seeds. Every existing iteration was a whole-suite
 // evaluation (fidelity 'full'); its root seed was not recorded (NULL). Columns are appended, so a
 // migrated file has the same column order as a fresh one.
@@ -298,7 +328,8 @@ const std::vector<std::string> kVersion1Tables = {"runs",      "variants",      
                                                   "case_results", "champions", "champion_history"};
 const std::vector<std::string> kRequiredTables = {"runs",      "variants",         "iterations",     "case_results",
                                                   "champions", "champion_history", "holdout_checks", "proposals",
-                                                  "iteration_sources", "harness_checks", "ideas"};
+                                                  "iteration_sources", "harness_checks", "ideas",
+                                                  "idea_agent_calls", "idea_agent_ideas"};
 
 std::vector<std::string> table_names(sqlite::Connection& conn) {
   auto st = conn.prepare(
@@ -411,6 +442,7 @@ const std::vector<Migration>& builtin_migrations() {
       {5, [](sqlite::Connection& conn) { conn.exec("ALTER TABLE variants ADD COLUMN cubin_hash TEXT"); }},
       {6, [](sqlite::Connection& conn) { conn.exec(kHarnessChecksSql); }, false, /*readable_without=*/true},
       {7, [](sqlite::Connection& conn) { conn.exec(kIdeasSql); }, false, /*readable_without=*/true},
+      {8, [](sqlite::Connection& conn) { conn.exec(kIdeaAgentSql); }, false, /*readable_without=*/true},
   };
   return chain;
 }
@@ -418,7 +450,7 @@ const std::vector<Migration>& builtin_migrations() {
 const char* schema_sql() {
   static const std::string sql = std::string(kHeadSql) + kProposalsSql + "CREATE TABLE iterations" +
                                  iterations_columns_sql() + kIterationsIndexSql + kTailSql + kHoldoutChecksSql +
-                                 kIterationSourcesSql + kHarnessChecksSql + kIdeasSql;
+                                 kIterationSourcesSql + kHarnessChecksSql + kIdeasSql + kIdeaAgentSql;
   return sql.c_str();
 }
 

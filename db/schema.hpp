@@ -10,7 +10,7 @@
 namespace attn::db {
 
 /// The schema this build writes. Stored as MAX(version) of the `schema_version` table.
-inline constexpr int kSchemaVersion = 8;
+inline constexpr int kSchemaVersion = 9;
 
 /// One step of the migration chain: brings a file from `from_version` to `from_version + 1`. Runs
 /// inside the transaction that also records the new version (all or nothing).

@@ -18,8 +18,9 @@ namespace fs = std::filesystem;
 namespace bp = boost::process;
 namespace {
 
-/// The parent's source without the line(s) the daemon appends when it installs a proposal.
-std::string plain_source(std::string s) {
+}  // namespace
+
+std::string idea_parent_source(std::string s) {
   for (;;) {
     const std::size_t end = s.size() && s.back() == '\n' ? s.size() - 1 : s.size();
     const std::size_t start = s.rfind('\n', end ? end - 1 : 0);
@@ -28,6 +29,21 @@ std::string plain_source(std::string s) {
     s.erase(from);
   }
 }
+
+std::vector<std::string> write_idea_parent_files(const TemplateSpace& parent, const std::string& dir) {
+  const std::string root = proposal_root_template(parent.name());
+  const fs::path d(dir);
+  write_text_file((d / (root + ".cu")).string(), idea_parent_source(read_text_file(parent.source_path())));
+  write_text_file((d / (root + ".json")).string(), renamed_space_json(read_text_file(parent.json_path()), root, root + ".cu"));
+  std::vector<std::string> headers;
+  for (const auto& [inc, text] : local_includes(parent.source_path())) {
+    write_text_file((d / inc).string(), text);
+    headers.push_back(inc);
+  }
+  return headers;
+}
+
+namespace {
 
 struct PatchRun {
   int code = 0;
@@ -87,7 +103,7 @@ IdeaApplied apply_idea(const IdeaFile& idea, const TemplateSpace& parent, const 
   std::error_code ec;
   fs::remove_all(base, ec);
   fs::create_directories(work);
-  write_text_file((work / kProposalSource).string(), plain_source(read_text_file(parent.source_path())));
+  write_text_file((work / kProposalSource).string(), idea_parent_source(read_text_file(parent.source_path())));
   write_text_file((work / kProposalSpace).string(), renamed_space_json(read_text_file(parent.json_path()), root, root + ".cu"));
   write_text_file((work / kProposalDescription).string(), idea.description + "\n");
   for (const auto& [inc, text] : local_includes(parent.source_path())) write_text_file((work / inc).string(), text);

@@ -3,6 +3,7 @@
 // its new axes added to the space, then the proposal checks (space, NVRTC, ABI) and the install.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "db/records.hpp"
 #include "gpu/compiler.hpp"
@@ -30,6 +31,16 @@ struct IdeaApplied {
 /// be written or patch(1) cannot run.
 IdeaApplied apply_idea(const IdeaFile& idea, const TemplateSpace& parent, const std::string& dir,
                        const std::string& name, const Compiler& compiler);
+
+/// A parent template's source as an idea's diff sees it: without the line(s) the daemon appends to a proposal's
+/// source when it installs it ("// attn-tuner: template ...").
+std::string idea_parent_source(std::string source);
+
+/// Writes `parent`'s files into `dir` (made when missing) under the repository's names, as an idea's diff
+/// sees them: <root>.cu (idea_parent_source), <root>.json (named <root>) and every local include at its
+/// include path, where <root> is the repository template it descends from. Returns the include paths.
+/// Throws std::runtime_error naming the path on I/O errors.
+std::vector<std::string> write_idea_parent_files(const TemplateSpace& parent, const std::string& dir);
 
 /// `text` (a template's space JSON) with "name" and "source" set, in the repository's layout
 /// (format_template_json). Throws nlohmann::json::exception when it does not parse.

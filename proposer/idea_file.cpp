@@ -13,8 +13,6 @@
 namespace attn {
 namespace {
 
-constexpr std::size_t kMaxLine = 300;
-
 /// "" when `s` is valid UTF-8 without NUL bytes, else what is wrong and where.
 std::string utf8_problem(const std::string& s) {
   std::size_t i = 0, line = 1;
@@ -94,6 +92,10 @@ void check_space(const IdeaFile& idea) {
 }
 
 }  // namespace
+
+std::size_t idea_header_max_bytes(const std::string& key) {
+  return key == "Space" || key == "Default" ? kIdeaJsonHeaderMaxBytes : kIdeaHeaderMaxBytes;
+}
 
 std::vector<DiffFile> split_unified_diff(const std::string& diff) {
   const auto lines = split_lines(diff);
@@ -194,8 +196,9 @@ IdeaFile parse_idea(const std::string& name, const std::string& bytes) {
       throw IdeaInputError(fmt::format("line {}: unknown header '{}' (Description, Hypothesis, Template, Space, "
                                        "Default, Retry)", i + 1, key));
     }
-    if (value.size() > (key == "Space" || key == "Default" ? 4 * kMaxLine : kMaxLine))
-      throw IdeaInputError(fmt::format("line {}: {} is over {} characters", i + 1, key, kMaxLine));
+    if (value.size() > idea_header_max_bytes(key))
+      throw IdeaInputError(fmt::format("line {}: {} is over {} bytes ({} given; docs/ideas.md)", i + 1, key,
+                                       idea_header_max_bytes(key), value.size()));
   }
   if (idea.description.empty()) throw IdeaInputError("no 'Description: ...' line (one line saying what the idea does)");
   static const std::regex template_name("[A-Za-z_][A-Za-z0-9_]*");

@@ -21,6 +21,18 @@
 
 namespace attn {
 
+/// The limits of an idea file (bad_input beyond them). A header's value counts bytes of UTF-8 after
+/// "Key:" and the spaces around it are dropped.
+inline constexpr std::size_t kIdeaHeaderMaxBytes = 300;      ///< Description, Hypothesis, Template, Retry
+inline constexpr std::size_t kIdeaJsonHeaderMaxBytes = 1200; ///< Space, Default (one line of JSON each)
+inline constexpr std::uintmax_t kIdeaFileMaxBytes = 1 << 20; ///< the whole file, as the queue reads it
+
+/// The header keys an idea file may have, in the documented order.
+inline constexpr const char* kIdeaHeaderKeys[] = {"Description", "Hypothesis", "Template", "Space", "Default", "Retry"};
+
+/// The most bytes header `key` may hold (kIdeaJsonHeaderMaxBytes for Space and Default).
+std::size_t idea_header_max_bytes(const std::string& key);
+
 /// An idea file that cannot be an idea (not UTF-8, binary, unknown header, malformed diff, invalid space):
 /// the verdict is broken with kind bad_input and this message.
 struct IdeaInputError : std::runtime_error {
@@ -47,7 +59,7 @@ struct IdeaFile {
 };
 
 /// Parses an idea file's bytes. Throws IdeaInputError naming the problem (and the line) for: bytes that are
-/// not UTF-8 or contain NUL, a missing or multi-line description (over 300 characters), an unknown or
+/// not UTF-8 or contain NUL, a missing description, a header over idea_header_max_bytes, an unknown or
 /// repeated header, Space/Default that are not JSON objects of the right shape (axis names C identifiers in
 /// capitals, values distinct integers, a default per axis among its values), a diff that is empty while
 /// Space is empty, or a diff whose hunks do not add up (line counts of the @@ headers), or that names a

@@ -9,6 +9,7 @@
 
 #include "db/iters_tsv.hpp"
 #include "gpu/compiler.hpp"
+#include "proposer/idea_context.hpp"
 #include "tuner/proposal_template.hpp"
 #include "workload/validation.hpp"
 
@@ -37,7 +38,9 @@ std::string champion_text(const ProposalContext& c) {
   return s;
 }
 
-std::string cases_tsv(const IterationRecord& it) {
+}  // namespace
+
+std::string champion_cases_tsv(const IterationRecord& it) {
   std::string s = "case_id\tfamily\tmedian_ms\tspread\tsamples\to_max_abs_diff\tlse_max_abs_diff\tpassed\n";
   for (const auto& c : it.cases)
     s += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n", c.case_id, family_name(c.family), opt_num(c.median_ms),
@@ -46,6 +49,8 @@ std::string cases_tsv(const IterationRecord& it) {
                      c.lse_max_abs_diff ? fmt::format("{:.3g}", *c.lse_max_abs_diff) : "-", c.passed ? 1 : 0);
   return s;
 }
+
+namespace {
 
 std::string top_tsv(const std::vector<IterationRecord>& top) {
   std::string s = "rank\titer\ttemplate\tgeomean_ms\twindow_ms\tglobal_ms\tretrieval_ms\tparams\n";
@@ -109,6 +114,9 @@ and keeps it only if it wins. This directory is yours: read anything in it, writ
   `no_gain`: within the noise; `slower`; `broken`, with its kind: did not apply, compile, ABI, wrong
   results...), delta_pct (score vs the parent, %, negative is faster), noise_pct, reason. Do not propose
   these again: a `win` is in the champion's lineage already, the others did not pay.
+- `profile/PROFILE.md`: where the champion's cycles go (registers, spills, ptxas diagnostics, the SASS
+  instruction mix per kv tile, the trace where measured); `IDEA.md`: the rules of the kernel idea queue,
+  whose limits of NVRTC and ptxas hold for a template too.
 
 ## What to write: all three files, or none
 - `{src}`: the new template. It may include the headers in this directory (`#include "name"`); your edited
@@ -191,13 +199,27 @@ void write_proposal_workdir(const std::string& dir, const ProposalContext& c) {
   }
 
   write_file(root / "results" / "champion.txt", champion_text(c));
-  write_file(root / "results" / "champion_cases.tsv", cases_tsv(c.champion));
+  write_file(root / "results" / "champion_cases.tsv", champion_cases_tsv(c.champion));
   write_file(root / "results" / "champion_compile.log",
              c.champion_variant ? c.champion_variant->compile_log : std::string("(no compile log recorded)\n"));
   write_file(root / "results" / "top_configs.tsv", top_tsv(c.top));
   write_file(root / "results" / "recent_iters.tsv", render_all(c.recent));
   write_file(root / "results" / "ideas_tried.tsv", ideas_tsv(c.ideas));
   write_file(root / "PROPOSE.md", propose_md(c, headers));
+  // The idea author's rules and the champion's profile (proposer/idea_context.hpp): a proposer may write an
+  // idea's worth of change as a whole template too.
+  write_file(root / "IDEA.md", idea_md(p, headers, "."));
+  ProfileInput profile;
+  profile.template_name = p.name();
+  profile.kernel = p.kernel();
+  profile.params = c.champion.params_json;
+  profile.champion = c.champion;
+  profile.templates_arg = ".";
+  if (c.champion_variant) {
+    profile.compile_log = c.champion_variant->compile_log;
+    if (!c.champion_variant->cubin_path.empty()) profile.cubin_path = c.champion_variant->cubin_path;
+  }
+  write_champion_profile(root.string(), profile);
 
   const auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
   nlohmann::ordered_json j = {

@@ -34,11 +34,15 @@ struct ProposalContext {
   std::vector<IdeaRecord> ideas;               ///< the idea queue's rows, oldest first (those judged are listed)
 };
 
+/// A champion's per-case results as TSV (case_id, family, median_ms, spread, samples, max abs diffs, passed).
+std::string champion_cases_tsv(const IterationRecord& it);
+
 /// Creates `dir` (it must not exist yet) and writes into it:
 ///   PROPOSE.md, context.json, <parent>.cu, <parent>.json and every local include of <parent>.cu at its
 ///   include path, results/champion.txt, results/champion_cases.tsv, results/champion_compile.log,
 ///   results/top_configs.tsv, results/recent_iters.tsv, results/ideas_tried.tsv (every idea of `ideas` with a
-///   verdict: what not to propose again).
+///   verdict: what not to propose again), IDEA.md and profile/ (the idea author's rules and the champion's
+///   profile, proposer/idea_context.hpp).
 /// Throws std::invalid_argument without a parent template; std::runtime_error naming the path on I/O errors.
 void write_proposal_workdir(const std::string& dir, const ProposalContext& context);
 

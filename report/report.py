@@ -7,6 +7,7 @@ usage: report.py --db DB --out DIR --suite S --cases DIR/cases.json [--baseline 
 Exit codes: 0 written, 2 a problem with the input (one line on stderr), 1 a bug (traceback)."""
 import argparse
 import datetime as dt
+import json
 import pathlib
 import sys
 
@@ -47,10 +48,11 @@ def build(args):
     ctx = {"out": out, "t0": runs[0]["start"], "runs": runs, "scored": scored, "ceilings": ceilings,
            "champion_metrics": champion_metrics, "metrics_of": metrics_of,
            "buckets": an.bucket_champions(data, args.cases), "baseline": baseline,
-           "baseline_path": args.baseline, "baseline_rows": baseline_rows}
+           "baseline_path": args.baseline, "baseline_rows": baseline_rows,
+           "profile": json.loads(pathlib.Path(args.cases).read_text()).get("profile")}
 
     parts = [s(data, ctx) for s in (sections.timeline, sections.score, sections.parameters, sections.champions,
-                                    sections.ideas, sections.failures, sections.baseline)]
+                                    sections.ideas, sections.failures, sections.profile, sections.baseline)]
     parts = [p for p in parts if p]
     gpus = sorted({r["gpu_name"] for r in data["runs"] if r["gpu_name"]})
     header = (f'<p class="small">Suite {page.esc(args.suite)} from {page.esc(args.db)} (read-only), '

@@ -348,3 +348,16 @@ def ideas(data, ctx):
         body += table(["idea", "file", "description", "parent", "status", "configs", "started"], rows,
                       text_cols=(1, 2, 3, 4, 6))
     return "ideas", "Ideas", body
+
+
+def profile(data, ctx):
+    """The champion's profile (`attn-tuner idea context` writes the same): resources, ptxas diagnostics, the SASS
+    instruction mix per kv tile, the trace or how to get it. Computed by `attn-tuner report` into cases.json."""
+    prof = ctx.get("profile") or {}
+    if "markdown" not in prof:
+        return "profile", "Champion profile", note("No profile: " + prof.get("error", "not computed") + ".", "no-profile")
+    body = ('<p class="small">Where the champion\'s cycles go, from the DB and its cubin (static SASS counts; '
+            "the trace per role where measured). The idea author's kit (<code>attn-tuner idea context</code>) holds the "
+            "same text as profile/PROFILE.md.</p>\n")
+    return "profile", "Champion profile", body + f'<pre class="profile">{esc(prof["markdown"])}</pre>\n'
+

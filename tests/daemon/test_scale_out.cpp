@@ -255,11 +255,13 @@ TEST(ScaleOut, MergeKeepsEveryIdeaVerdictAndHarnessCheckWithRemappedIds) {
   {
     auto c = sqlite::Connection::open(old.db, sqlite::OpenMode::read_write);
     c.exec("DROP TABLE ideas");
-    c.exec("UPDATE schema_version SET version = 7 WHERE version = 8");
+    c.exec("DROP TABLE idea_agent_ideas");
+    c.exec("DROP TABLE idea_agent_calls");
+    c.exec("UPDATE schema_version SET version = 7 WHERE version = 9");
   }
   const Output mig = run("db migrate '" + old.db + "'");
   ASSERT_EQ(mig.code, 0) << mig.text;
-  EXPECT_NE(mig.text.find("schema version 7 -> 8"), std::string::npos) << mig.text;
+  EXPECT_NE(mig.text.find("schema version 7 -> 9"), std::string::npos) << mig.text;
 
   const std::string out = a.dir + "/merged.db";
   const Output m = run("db merge '" + out + "' '" + a.db + "' '" + b.db + "' '" + old.db + "'");

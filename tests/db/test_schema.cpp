@@ -8,6 +8,7 @@
 
 #include "db/schema.hpp"
 #include "db/store.hpp"
+#include "db/store_idea_agents.hpp"
 #include "tests/test_support.hpp"
 
 namespace attn {
@@ -45,7 +46,8 @@ TEST(Schema, CreatesEveryTableAtTheCurrentVersionInWalMode) {
                         "WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name)");
     ASSERT_TRUE(st.step());
     EXPECT_EQ(st.column_text(0),
-              "case_results,champion_history,champions,harness_checks,holdout_checks,ideas,iteration_sources,iterations,proposals,runs,"
+              "case_results,champion_history,champions,harness_checks,holdout_checks,idea_agent_calls,idea_agent_ideas,ideas,"
+              "iteration_sources,iterations,proposals,runs,"
               "schema_version,variants");
     EXPECT_EQ(db::read_schema_version(c), db::kSchemaVersion);
   }
@@ -129,6 +131,8 @@ TEST(Schema, AVersionSixFileIsReadAsItIsAndMigratedByAWriter) {
     auto& c = db.connection();
     c.exec("DROP TABLE harness_checks");
     c.exec("DROP TABLE ideas");
+    c.exec("DROP TABLE idea_agent_ideas");
+    c.exec("DROP TABLE idea_agent_calls");
     c.exec("UPDATE schema_version SET version = 6");  // a fresh file records only its version
   }
   {
@@ -164,6 +168,8 @@ TEST(Schema, IdeasAreStoredUpdatedAndInterruptedAndAVersionSevenFileReadsWithout
   {
     auto db = ExperimentDb::open(path);
     db.connection().exec("DROP TABLE ideas");
+    db.connection().exec("DROP TABLE idea_agent_ideas");
+    db.connection().exec("DROP TABLE idea_agent_calls");
     db.connection().exec("UPDATE schema_version SET version = 7");
   }
   {
@@ -272,6 +278,64 @@ TEST(Schema, ReadOnlyOpenNeverCreatesAFile) {
   // Read-write turns it into one.
   EXPECT_NO_THROW(ExperimentDb::open(dir + "/empty.db"));
   EXPECT_NO_THROW(ExperimentDb::open(dir + "/empty.db", ExperimentDb::Mode::read_only));
+}
+
+TEST(Schema, IdeaAgentCallsAndTheirIdeasAreRecordedAndAVersionEightFileReadsWithout) {
+  // 8 -> 9 only adds the idea agent's tables: a read-only open reads a version-8 file as it is (no calls).
+  auto path = test::temp_dir("db-schema") + "/v8.db";
+  {
+    auto db = ExperimentDb::open(path);
+    db.connection().exec("DROP TABLE idea_agent_ideas");
+    db.connection().exec("DROP TABLE idea_agent_calls");
+    db.connection().exec("UPDATE schema_version SET version = 8");
+  }
+  {
+    auto ro = ExperimentDb::open(path, ExperimentDb::Mode::read_only);
+    EXPECT_EQ(db::read_schema_version(ro.connection()), 8);
+    EXPECT_TRUE(idea_agent_calls(ro).empty());
+    EXPECT_TRUE(idea_agent_ideas(ro).empty());
+  }
+  auto db = ExperimentDb::open(path);
+  EXPECT_EQ(db::read_schema_version(db.connection()), db::kSchemaVersion);
+  RunRecord rr;
+  rr.suite = "smoke";
+  rr.strategy = "random";
+  rr.templates = {"fake"};
+  rr.suite_json = "[]";
+  const auto run = db.begin_run(rr);
+  IdeaAgentCallRecord c;
+  c.run_id = run;
+  c.command = "agent.sh";
+  c.id = begin_idea_agent_call(db, c);
+  EXPECT_EQ(c.id, 1);
+  c.context_json = R"({"IDEA.md": "rules"})";
+  finish_idea_agent_call(db, c);  // the kit, recorded while it runs
+  EXPECT_TRUE(idea_agent_calls(db).at(0).finished_at.empty());
+  add_idea_agent_idea(db, {c.id, "a.idea", "agent1_a.idea", "h1", "Description: a\n"});
+  EXPECT_THROW(add_idea_agent_idea(db, {c.id, "a.idea", "agent1_a.idea", "h1", "again"}), std::exception);
+  const auto c2 = begin_idea_agent_call(db, c);
+  c.status = "done";
+  c.reason = "queued agent1_a.idea";
+  c.agent_ms = 1500.0;
+  finish_idea_agent_call(db, c);
+  const auto calls = idea_agent_calls(db);
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0].status, "done");
+  EXPECT_FALSE(calls[0].finished_at.empty());
+  EXPECT_EQ(calls[0].context_json, R"({"IDEA.md": "rules"})");
+  EXPECT_EQ(calls[0].agent_ms, std::optional<double>(1500.0));
+  EXPECT_EQ(idea_agent_ideas(db, c.id).at(0).queued_as, "agent1_a.idea");
+  EXPECT_TRUE(idea_agent_ideas(db, c2).empty());
+  // A daemon killed while call 2 ran: the next start marks it interrupted.
+  EXPECT_EQ(mark_interrupted_idea_agent_calls(db), std::vector<std::int64_t>{c2});
+  EXPECT_EQ(idea_agent_calls(db).at(1).status, "interrupted");
+  c.status = "bogus";
+  EXPECT_THROW(finish_idea_agent_call(db, c), std::invalid_argument);
+  c.status = "done";
+  c.id = 99;
+  EXPECT_THROW(finish_idea_agent_call(db, c), std::invalid_argument);
+  c.run_id = 42;
+  EXPECT_THROW(begin_idea_agent_call(db, c), std::invalid_argument);
 }
 
 }  // namespace

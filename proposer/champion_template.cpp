@@ -1,0 +1,50 @@
+// load_champion_template: the champion's row, variant and template from the DB (proposer/champion_template.hpp).
+#include "proposer/champion_template.hpp"
+
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "tuner/proposal_template.hpp"
+
+namespace attn {
+
+std::string champion_suite(ExperimentDb& db, const std::string& requested) {
+  if (!requested.empty()) return requested;
+  std::set<std::string> suites;
+  for (const auto& c : db.champions())
+    if (c.scope == ChampionScope::overall) suites.insert(c.suite);
+  if (suites.empty()) throw std::invalid_argument(fmt::format("{}: no champion yet (run `attn-tuner run` first)", db.path()));
+  if (suites.size() > 1)
+    throw std::invalid_argument(fmt::format("{}: champions of several suites ({}): pass --suite", db.path(),
+                                            fmt::join(suites, ", ")));
+  return *suites.begin();
+}
+
+ChampionTemplate load_champion_template(ExperimentDb& db, const std::string& suite_requested,
+                                        const std::string& templates_dir, const std::string& dir) {
+  const std::string suite = champion_suite(db, suite_requested);
+  const auto rec = db.champion(suite, ChampionScope::overall);
+  if (!rec) throw std::invalid_argument(fmt::format("{}: no overall champion for suite '{}'", db.path(), suite));
+  auto it = db.iteration(rec->iteration_id);
+  if (!it) throw std::invalid_argument(fmt::format("{}: the champion's iteration {} is missing", db.path(), rec->iteration_id));
+  std::optional<VariantRecord> variant;
+  if (it->variant_id) variant = db.variant(*it->variant_id);
+  std::optional<ProposalRecord> proposal = db.proposal_by_template(it->template_name);
+  std::optional<TemplateSpace> space;
+  try {
+    space = proposal ? TemplateSpace::load(write_proposal_template(*proposal, dir))
+                     : TemplateSpace::load_named(templates_dir, it->template_name);
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(fmt::format("{}: the champion's template '{}' is not usable from {}: {}", db.path(),
+                                            it->template_name,
+                                            proposal ? fmt::format("proposal {} in the DB", proposal->id) : templates_dir,
+                                            e.what()));
+  }
+  Config config = space->complete(config_from_json(it->params_json));
+  return ChampionTemplate{suite, std::move(*it), std::move(variant), std::move(proposal), std::move(*space),
+                          std::move(config)};
+}
+
+}  // namespace attn

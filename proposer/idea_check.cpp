@@ -1,0 +1,239 @@
+// check_idea_file: the daemon's parse and apply, then the cubins against the parent's (proposer/idea_check.hpp).
+#include "proposer/idea_check.hpp"
+
+#include <algorithm>
+#include <regex>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "proposer/idea_apply.hpp"
+#include "tuner/proposal_template.hpp"
+
+namespace attn {
+namespace {
+
+std::string resources_text(const ResourceUsage& r) {
+  return fmt::format("{} registers, {} bytes spill stores, {} bytes spill loads, {} bytes stack", r.registers,
+                     r.spill_stores, r.spill_loads, r.stack_frame);
+}
+
+CompileRequest request_for(const TemplateSpace& space, const Config& c) {
+  return CompileRequest{space.source_path(), space.kernel(), c, {}, space.patchable_names()};
+}
+
+/// `c` without the keys `space` lacks (the idea's new axes), completed with `space`'s defaults.
+Config restricted_to(const TemplateSpace& space, const Config& c) {
+  Config out;
+  for (const auto& p : space.parameters())
+    if (const auto v = c.find(p.name); v != c.end()) out[p.name] = v->second;
+  return space.complete(out);
+}
+
+}  // namespace
+
+std::string to_string(IdeaCheckCode code) {
+  switch (code) {
+    case IdeaCheckCode::ok: return "ok";
+    case IdeaCheckCode::bad_input: return "bad_input";
+    case IdeaCheckCode::does_not_apply: return "does_not_apply";
+    case IdeaCheckCode::compile: return "compile";
+    case IdeaCheckCode::proposal: return "proposal";
+    case IdeaCheckCode::default_changed: return "default_changed";
+    case IdeaCheckCode::slow_build: return "slow_build";
+    case IdeaCheckCode::spills: return "spills";
+  }
+  return "?";
+}
+
+std::vector<PtxasWarning> ptxas_warnings(const std::string& log) {
+  static const std::regex coded(R"(\((C\d{4})\))");
+  std::vector<PtxasWarning> out;
+  std::istringstream in(log);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.rfind("ptxas", 0) != 0) continue;
+    std::smatch m;
+    const bool has_code = std::regex_search(line, m, coded);
+    if (!has_code && line.find("warning") == std::string::npos) continue;
+    PtxasWarning w{has_code ? m[1].str() : "", line};
+    if (std::find(out.begin(), out.end(), w) == out.end()) out.push_back(std::move(w));
+  }
+  return out;
+}
+
+bool predicts_slow_kernel(const PtxasWarning& w) {
+  return w.text.find("Potential Performance Loss") != std::string::npos ||
+         w.text.find("serialized") != std::string::npos || w.text.find("serialised") != std::string::npos;
+}
+
+std::vector<IdeaCheckConfig> idea_check_configs(const TemplateSpace& parent, const TemplateSpace& idea_space,
+                                                const Config& base) {
+  std::vector<IdeaCheckConfig> out;
+  const Config b = idea_space.complete(restricted_to(parent, base));
+  const auto add = [&](Config c, std::string what, bool on) {
+    if (idea_space.check(c)) return;  // the idea's constraints exclude it
+    if (std::any_of(out.begin(), out.end(), [&](const IdeaCheckConfig& k) { return k.config == c; })) return;
+    out.push_back({c, std::move(what), restricted_to(parent, c), on});
+  };
+  bool adds = false;
+  for (const auto& p : idea_space.parameters()) {
+    const auto pp = std::find_if(parent.parameters().begin(), parent.parameters().end(),
+                                 [&](const Parameter& q) { return q.name == p.name; });
+    for (const auto v : p.values) {
+      const bool is_new = pp == parent.parameters().end()
+                              ? v != idea_space.default_config().at(p.name)
+                              : std::find(pp->values.begin(), pp->values.end(), v) == pp->values.end();
+      if (!is_new) continue;
+      adds = true;
+      Config c = b;
+      c[p.name] = v;
+      add(c, fmt::format("with {}={}", p.name, v), true);
+    }
+  }
+  if (!adds) add(b, "(a plain code change: every config runs it)", true);
+  if (restricted_to(parent, base) != parent.default_config() && adds)
+    add(b, "with every new axis at its default (must be the parent's cubin)", false);
+  return out;
+}
+
+ConfigComparison compare_with_parent(const std::string& label, const CompiledVariant& iv, const CompiledVariant& pv,
+                                     const std::set<std::string>& accepted) {
+  ConfigComparison out;
+  const auto parent_warnings = ptxas_warnings(pv.log);
+  for (const auto& w : ptxas_warnings(iv.log)) {
+    if (!predicts_slow_kernel(w)) continue;
+    const bool in_parent = std::any_of(parent_warnings.begin(), parent_warnings.end(),
+                                       [&](const PtxasWarning& p) { return p.code == w.code && p.text == w.text; });
+    if (in_parent) {
+      out.notes.push_back(fmt::format("note: {}: {} (the parent's build has it too)", label, w.text));
+    } else if (accepted.count(w.code)) {
+      out.notes.push_back(fmt::format("accepted ({}): {}: {}", w.code, label, w.text));
+    } else {
+      out.failures.push_back(
+          {IdeaCheckCode::slow_build,
+           fmt::format("{}: {} (a serialised wgmma cost +33 % in the project's measurements; --accept-warning {} to "
+                       "let it pass)", label, w.text, w.code.empty() ? "CODE" : w.code)});
+    }
+  }
+  const ResourceUsage &ir = iv.resources, &pr = pv.resources;
+  const int ispill = ir.spill_stores + ir.spill_loads, pspill = pr.spill_stores + pr.spill_loads;
+  if (ispill > pspill) {
+    const std::string what = fmt::format("{}: spills {} bytes (stores + loads), the parent's build {}", label, ispill, pspill);
+    if (accepted.count("spills")) out.notes.push_back("accepted (spills): " + what);
+    else out.failures.push_back({IdeaCheckCode::spills, what + " (--accept-warning spills to let it pass)"});
+  }
+  return out;
+}
+
+IdeaCheckCode IdeaCheckReport::code() const {
+  IdeaCheckCode c = IdeaCheckCode::ok;
+  for (const auto& f : failures)
+    if (c == IdeaCheckCode::ok || static_cast<int>(f.code) < static_cast<int>(c)) c = f.code;
+  return c;
+}
+
+IdeaCheckReport check_idea_file(const std::string& name, const std::string& bytes, const IdeaCheckOptions& o,
+                                const Compiler& compiler) {
+  if (!o.parent) throw std::invalid_argument("check_idea_file: no parent template");
+  const TemplateSpace& parent = *o.parent;
+  IdeaCheckReport r;
+  const auto say = [&](std::string line) { r.lines.push_back(std::move(line)); };
+  const auto fail = [&](IdeaCheckCode code, std::string message) {
+    r.lines.push_back(fmt::format("FAIL {}: {}", to_string(code), message));
+    r.failures.push_back({code, std::move(message)});
+  };
+
+  // 1. The daemon's parser.
+  IdeaFile idea;
+  try {
+    idea = parse_idea(name, bytes);
+  } catch (const IdeaInputError& e) {
+    fail(IdeaCheckCode::bad_input, e.what());
+    return r;
+  }
+  say(fmt::format("parsed: {} ({} diff file(s), {} new axis/axes, idea hash {})", idea.description, idea.files.size(),
+                  idea.space.size(), idea.hash.substr(0, 12)));
+
+  // 2. The apply and the proposal checks, as the daemon runs them (NVRTC of the idea's default config, ABI).
+  // Installed under the parent's own name: NVRTC writes the source's file name into the cubin (symbols of
+  // internal linkage: _ZN..._INTERNAL_..._fa3_tma_cu_...), so the daemon's <root>_p<id>.cu builds another cubin
+  // from the same code. Under the parent's name, equal code is an equal cubin.
+  const IdeaApplied applied = apply_idea(idea, parent, o.work_dir, parent.name(), compiler);
+  if (!applied.broken_kind.empty()) {
+    const IdeaCheckCode code = applied.broken_kind == "does_not_apply" ? IdeaCheckCode::does_not_apply
+                               : applied.broken_kind == "compile"      ? IdeaCheckCode::compile
+                               : applied.broken_kind == "bad_input"    ? IdeaCheckCode::bad_input
+                                                                       : IdeaCheckCode::proposal;
+    fail(code, applied.reason);
+    if (applied.check.compiled && !applied.check.compiled->ok) {
+      const std::string& log = applied.check.compiled->log;
+      say("NVRTC log" + (log.size() > 4000 ? std::string(" (its first 4000 bytes)") : "") + ":\n" + log.substr(0, 4000));
+    }
+    return r;
+  }
+  const TemplateSpace& space = *applied.check.space;
+  const CompiledVariant& idea_default = *applied.check.compiled;
+  say(fmt::format("applied to {}: patch, space, NVRTC of the default config, ABI pass", parent.name()));
+
+  // 3. The default config: the parent's cubin, byte for byte.
+  const CompiledVariant parent_default = compiler.compile(request_for(parent, parent.default_config()));
+  if (!parent_default.ok) {
+    fail(IdeaCheckCode::compile, "the parent's default config does not compile: " + compile_error_line(parent_default.log));
+    return r;
+  }
+  if (parent_default.cubin_hash == idea_default.cubin_hash) {
+    say(fmt::format("default config: cubin byte-identical to the parent's ({})", parent_default.cubin_hash.substr(0, 12)));
+  } else {
+    fail(IdeaCheckCode::default_changed,
+         fmt::format("the default config's cubin differs from the parent's (cubin hash {} vs {}; {} vs the parent's {}): "
+                     "with every new axis at its default the idea must build the parent's kernel (docs/ideas.md, "
+                     "\"What keeps a default cubin byte-identical\")",
+                     idea_default.cubin_hash.substr(0, 12), parent_default.cubin_hash.substr(0, 12),
+                     resources_text(idea_default.resources), resources_text(parent_default.resources)));
+  }
+
+  const auto check_config = [&](const IdeaCheckConfig& k, const std::string& label) {
+    const CompiledVariant iv = compiler.compile(request_for(space, k.config));
+    if (!iv.ok) {
+      fail(IdeaCheckCode::compile, fmt::format("{} ({}): {}", label, config_to_compact(k.config), compile_error_line(iv.log)));
+      return;
+    }
+    const CompiledVariant pv = compiler.compile(request_for(parent, k.parent));
+    if (!pv.ok) {
+      say(fmt::format("note: the parent's {} does not compile ({}): nothing to compare with", config_to_compact(k.parent),
+                      compile_error_line(pv.log)));
+      return;
+    }
+    const ResourceUsage &ir = iv.resources, &pr = pv.resources;
+    say(fmt::format("{}: {} (parent: {}; registers {:+d})", label, resources_text(ir), resources_text(pr),
+                    ir.registers - pr.registers));
+    if (!k.idea_on) {
+      if (iv.cubin_hash != pv.cubin_hash)
+        fail(IdeaCheckCode::default_changed, fmt::format("{} ({}): its cubin differs from the parent's build of {}", label,
+                                                         config_to_compact(k.config), config_to_compact(k.parent)));
+      return;
+    }
+    if (iv.cubin_hash == pv.cubin_hash)
+      say(fmt::format("note: {}: the same cubin as the parent's (the idea changes nothing in this config)", label));
+    const ConfigComparison cmp = compare_with_parent(label, iv, pv, o.accepted);
+    for (const auto& n : cmp.notes) say(n);
+    for (const auto& f : cmp.failures) fail(f.code, f.message);
+  };
+
+  // 4. The configs with the idea on, each against the parent's build of the same old axes.
+  std::vector<std::pair<Config, std::string>> bases = o.bases;
+  if (bases.empty()) bases.emplace_back(parent.default_config(), "the default config");
+  for (const auto& [base, base_what] : bases) {
+    if (const auto why = parent.check(restricted_to(parent, base)))
+      say(fmt::format("note: {} is not a valid config of {} ({}); checked as it is", base_what, parent.name(), *why));
+    const auto checks = idea_check_configs(parent, space, base);
+    if (checks.empty()) say(fmt::format("note: the idea's space refuses every config with the idea on built on {}", base_what));
+    for (const auto& k : checks) check_config(k, fmt::format("{} {}", base_what, k.what));
+  }
+  say(r.failures.empty() ? "RESULT ok" : fmt::format("RESULT {} ({} finding(s))", to_string(r.code()), r.failures.size()));
+  return r;
+}
+
+}  // namespace attn

@@ -1,0 +1,378 @@
+// write_idea_context, IDEA.md and the champion's profile (proposer/idea_context.hpp).
+#include "proposer/idea_context.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "db/iters_tsv.hpp"
+#include "proposer/champion_template.hpp"
+#include "proposer/idea_apply.hpp"
+#include "proposer/idea_check.hpp"
+#include "proposer/idea_file.hpp"
+#include "proposer/proposal_workdir.hpp"
+#include "proposer/sass_profile.hpp"
+#include "tuner/proposal_template.hpp"
+#include "workload/validation.hpp"
+
+namespace attn {
+namespace fs = std::filesystem;
+namespace {
+
+std::string opt_num(const std::optional<double>& v, const char* f = "{:.4f}") {
+  return v ? fmt::format(fmt::runtime(f), *v) : "-";
+}
+
+std::string exit_code_rows() {
+  std::string s;
+  const std::pair<IdeaCheckCode, const char*> rows[] = {
+      {IdeaCheckCode::ok, "it passes: the daemon will accept it and tune it"},
+      {IdeaCheckCode::bad_input, "the daemon's parser refuses the file (verdict broken, bad_input)"},
+      {IdeaCheckCode::does_not_apply, "a hunk fails or names a file the parent lacks (broken, does_not_apply)"},
+      {IdeaCheckCode::compile, "NVRTC fails on the default config or a config with the idea on (broken, compile)"},
+      {IdeaCheckCode::proposal, "the space does not load or the kernel's ABI is wrong (broken, proposal)"},
+      {IdeaCheckCode::default_changed, "the default config's cubin is not the parent's, byte for byte"},
+      {IdeaCheckCode::slow_build, "ptxas predicts a slow kernel (wgmma serialised: C7510, C7515, C7520...) where "
+                                  "the parent's build of that config does not; --accept-warning CODE lets it pass"},
+      {IdeaCheckCode::spills, "a config with the idea on spills more than the parent's build of it; "
+                              "--accept-warning spills lets it pass"}};
+  for (const auto& [code, what] : rows) s += fmt::format("| {} | `{}` | {} |\n", static_cast<int>(code), to_string(code), what);
+  s += "| 1 | | the tool itself failed (patch(1) missing, a folder not writable) |\n";
+  s += "| 2 | | bad usage (no parent template named, an unreadable file) |\n";
+  return s;
+}
+
+std::string family_of(const CaseResultRecord& c) { return family_name(c.family); }
+
+/// The trace commands for each family's slowest case of the champion.
+std::string trace_howto(const ProfileInput& in) {
+  std::map<std::string, const CaseResultRecord*> slowest;
+  for (const auto& c : in.champion.cases) {
+    if (!c.median_ms) continue;
+    auto& s = slowest[family_of(c)];
+    if (!s || *c.median_ms > *s->median_ms) s = &c;
+  }
+  std::string s = fmt::format(
+      "The DB holds no trace. `attn-tuner trace` (a GPU) builds the champion with clock64 stamps and prints, per\n"
+      "role (producer, converters, consumer warpgroups), the cycles of each step of its loop per kv tile. On the\n"
+      "GPU machine, for each family's slowest case of the champion:\n\n```sh\n");
+  const std::string config = in.params.empty() ? "{}" : in.params;
+  for (const auto& [family, c] : slowest)
+    s += fmt::format("attn-tuner trace --templates {} --template {} --config '{}' --suite {} --case {}{} > {}.txt\n",
+                     in.templates_arg, in.template_name, config, in.champion.suite, c->case_id,
+                     in.champion.root_seed ? fmt::format(" --seed {}", *in.champion.root_seed) : "", family);
+  s += "```\n\nand `attn-tuner idea context ... --trace DIR` with those files puts them here.\n";
+  return s;
+}
+
+}  // namespace
+
+std::string idea_md(const TemplateSpace& parent, const std::vector<std::string>& headers, const std::string& tdir) {
+  const std::string root = proposal_root_template(parent.name());
+  std::string header_list;
+  for (const auto& h : headers) header_list += fmt::format("`{}`, ", h);
+  if (!header_list.empty()) header_list.resize(header_list.size() - 2);
+  else header_list = "none";
+  std::string keys;
+  for (const char* k : kIdeaHeaderKeys) keys += fmt::format("{}{}", keys.empty() ? "" : ", ", k);
+  const Tolerances tol;
+  return fmt::format(R"md(# Writing a kernel idea for attn-tuner
+
+attn-tuner tunes block-sparse causal attention forward kernels (bf16, head dim 128, Hopper sm_90a, CUDA C++
+compiled by NVRTC) overnight. An **idea** is a small change to the current champion's template: a text file
+`<name>.idea` of header lines, a blank line and a unified diff. The daemon applies it to the parent (the
+template in `template/`), checks it without a GPU, tunes it within a budget (the parent's best configs first,
+with the idea's new values on), and judges it A/B/A against the parent on one GPU plus a held-out seed:
+`win` (faster than both looks at the parent by more than the noise; the next idea stacks on it), `no_gain`,
+`slower`, or `broken` with the kind. Only the measured effect counts.
+
+## What is here
+- `{tdir}/`: the parent, `{root}.cu`, `{root}.json` (its parameter space) and the headers it includes
+  ({headers}). Write your diff against these files; paths in the diff are relative to that folder.
+- `champion.json`, `champion_cases.tsv`: the champion (template `{parent}`), its config, scores and per-case
+  medians (ms, lower is better; score = geometric mean over families of the per-family median).
+- `ideas_tried.tsv`, `ideas_tried/`: every idea judged so far, with verdict, delta vs its parent (%) and noise;
+  each as an idea file. Do not send one again unchanged (its hash is its identity: it is skipped).
+- `profile/PROFILE.md`: where the champion's cycles go: registers and spills, ptxas diagnostics, the SASS
+  instruction mix per kv tile (MUFU, F2F/F2FP, HGMMA, barrier waits), the trace per role where measured.
+
+## The file
+```
+Description: one line, what the idea does                    (required)
+Hypothesis: one line, why it could be faster                 (optional)
+Template: {root}                                           (optional: the template it is written against)
+Space: {{"MY_AXIS": [0, 1]}}                                   (optional: new parameter axes, one JSON line)
+Default: {{"MY_AXIS": 0}}                                      (required with Space: the parent's behaviour)
+Retry: yes                                                   (optional: judge it again on a new parent)
+
+--- a/{root}.cu
++++ b/{root}.cu
+@@ -120,6 +120,9 @@
+ ...
+```
+Limits (the daemon's parser; beyond them the verdict is `broken`, `bad_input`):
+- headers: exactly these keys: {keys}; each at most once; `Key: value` on one line; lines starting with `#`
+  are comments; the headers end at the first blank line (or at a line starting with `--- ` or `diff `).
+- Description, Hypothesis, Template, Retry: at most **{hmax} bytes** each (UTF-8, after `Key:` and the spaces
+  around the value). Space and Default: at most **{jmax} bytes** each.
+- the whole file: at most **{fmax} bytes**, UTF-8, no NUL byte.
+- Space: a JSON object of new axes, names `[A-Z][A-Z0-9_]*`, each a non-empty list of distinct integers that
+  the parent does not have already (change an existing axis' values with a diff of `{root}.json` instead).
+  Default: a value from each axis' list, and no other key. Retry: `yes` or `no`.
+- the diff: unified (`diff -u`, `git diff`); hunks whose line counts add up; paths relative to this folder
+  (a leading `a/`, `b/`, `kernels_templates/` is dropped); no absolute path, no `..`, no binary patch. A
+  Space-only idea may have no diff.
+- after the apply, the default config must compile (NVRTC) and keep the kernel's ABI (the entry point
+  `{kernel}` and `attn_launch_info`, see the top of `{root}.cu`).
+
+## The files an idea may touch
+`{root}.cu`, `{root}.json` and the headers the template includes, recursively (every local `#include "..."`
+is followed, resolved beside the including file): today {headers}. An idea may create a header if a file it
+touches includes it. No other template's `.cu` or `.json`, nothing outside this folder.
+
+## Keep the default config's cubin byte-identical
+With every new axis at its Default, the idea must build exactly the parent's cubin: that config is the
+control, and the tuner explores the new axis against it. What keeps it identical:
+- new code behind the new axis' macro, with the parent's code in the default branch:
+  `#ifndef MY_AXIS` / `#define MY_AXIS 0` / `#endif`, then `#if MY_AXIS ... #else (old code) #endif` or
+  `if constexpr (MY_AXIS)`.
+- no new member, template parameter or `static constexpr` in a type the default path uses (a `static
+  constexpr` added to `Pipeline<T>`, a new `Traits` argument: both changed the default cubin; NVRTC emits such
+  names into it). Namespace-scope `constexpr` constants are emitted as globals too. Put new constants in
+  macros, enums or function-local constants; keep the old code verbatim under `#else` when you restructure.
+- comments and whitespace are free; renaming or reordering existing code is not (the cubin can change).
+`attn-tuner idea check` compares the two cubins.
+
+## NVRTC's and ptxas's limits
+- NVRTC, not nvcc: `-arch=sm_90a -std=c++17`, no host code and no host headers beyond CUDA's; includes resolve
+  beside the including file, then CUDA's include folder.
+- no generic lambdas in device code (`[&](auto x)` is rejected): give the parameter a type or use a template
+  function.
+- a wgmma under a run-time condition, a function call (printf, a non-inlined function) inside a wgmma
+  pipeline, or accumulators written between a wgmma's issue and its wait make ptxas serialise every wgmma of
+  the kernel: "Potential Performance Loss: wgmma.mma_async instructions are serialized" (C7510, C7515,
+  C7520). It compiles, it is valid, and it is about 33 % slower. `idea check` fails on it.
+- spills (local memory, LDL/STL) are slow; `idea check` compares them with the parent's.
+- results must pass the harness's tolerances against an fp32 reference: o within {oa:g} + {orr:g}|ref|,
+  lse within {la:g} + {lr:g}|ref| (bf16 P fails them: P and V are fp16).
+
+## Ideas that stack
+A win becomes the parent of the next idea of its lineage; an idea written against an older parent must
+still apply to the new one:
+- keep hunks small, with their usual three lines of context, away from lines other ideas change;
+- prefer a new axis (default off) over a plain code change: the tuner can turn it off where it does not pay;
+- name the `Template:` (`{root}`), not a proposal's name; write `Retry: yes` to have it judged again on a
+  new parent after a verdict on an older one;
+- an idea that changes an existing axis' values diffs `{root}.json`; one that adds an axis uses Space/Default.
+
+## Check it before you send it
+```sh
+attn-tuner idea check my.idea --templates {tdir} --template {root}        # against the parent here
+attn-tuner idea check my.idea --templates {tdir} --template {root} --config '{{"PINGPONG": 1}}'   # and that config with it on
+```
+It runs the daemon's parser, the apply (GNU patch), NVRTC on the default config and on the given config with
+each new value on, compares the default cubin with the parent's and the configs' registers, spills and ptxas
+diagnostics with the parent's builds. Exit codes (the smallest finding wins):
+
+| code | finding | meaning |
+|---|---|---|
+{codes}
+)md",
+                     fmt::arg("root", root), fmt::arg("tdir", tdir), fmt::arg("parent", parent.name()), fmt::arg("headers", header_list),
+                     fmt::arg("keys", keys), fmt::arg("hmax", kIdeaHeaderMaxBytes), fmt::arg("jmax", kIdeaJsonHeaderMaxBytes),
+                     fmt::arg("fmax", kIdeaFileMaxBytes), fmt::arg("kernel", parent.kernel()),
+                     fmt::arg("oa", tol.output_atol), fmt::arg("orr", tol.output_rtol), fmt::arg("la", tol.lse_atol),
+                     fmt::arg("lr", tol.lse_rtol), fmt::arg("codes", exit_code_rows()));
+}
+
+std::string write_champion_profile(const std::string& dir, const ProfileInput& in) {
+  const fs::path p = fs::path(dir) / "profile";
+  fs::create_directories(p / "trace");
+  write_text_file((p / "compile.log").string(), in.compile_log.empty() ? "(no compile log recorded)\n" : in.compile_log);
+  const ResourceUsage r = parse_ptxas_resources(in.compile_log, in.kernel);
+  std::string md = fmt::format("# The champion's profile\n\nTemplate `{}`, config `{}`.\n\n## Resources (ptxas -v)\n",
+                               in.template_name, in.params);
+  md += r.registers < 0 ? "Not in the compile log.\n"
+                        : fmt::format("{} registers per thread, {} bytes spill stores, {} bytes spill loads, {} bytes "
+                                      "stack frame, {} bytes static smem.\n",
+                                      r.registers, r.spill_stores, r.spill_loads, r.stack_frame, r.static_smem);
+  const auto warnings = ptxas_warnings(in.compile_log);
+  md += "\n## ptxas diagnostics\n";
+  if (warnings.empty()) md += "None (no serialised wgmma).\n";
+  for (const auto& w : warnings) md += fmt::format("- {}\n", w.text);
+
+  md += "\n## SASS instruction mix\n";
+  const auto tool = find_disassembler();
+  if (!in.cubin_path || !fs::exists(*in.cubin_path)) {
+    md += "No cubin of the champion here: not computed.\n";
+  } else if (!tool) {
+    md += "No disassembler here (cuobjdump or nvdisasm of the CUDA toolkit, e.g. Debian's cuda-cuobjdump-13-0): not "
+          "computed. The GPU machine has one: `attn-tuner idea context` there fills this in.\n";
+  } else {
+    try {
+      const std::string listing = disassemble_cubin(*tool, *in.cubin_path);
+      write_text_file((p / "sass.txt").string(), listing);
+      const SassProfile sp = parse_sass(listing);
+      const std::string table = sass_profile_text(sp);
+      write_text_file((p / "sass_mix.tsv").string(), table);
+      md += "Static counts from `sass.txt` (" + fs::path(*tool).filename().string() +
+            "): the whole kernel, and each loop whose body issues HGMMA (a branch back to an earlier address; the "
+            "innermost ones are one kv tile of a consumer loop). Classes: MUFU.EX2 the exponentials, F2FP/F2F "
+            "conversions, SYNCS the mbarrier arrives and waits, BAR the named barriers, WARPGROUP the wgmma "
+            "arrive/depbar waits, LDL/STL spills.\n\n```\n" + table + "```\n";
+    } catch (const std::exception& e) {
+      md += fmt::format("The disassembly failed: {}\n", e.what());
+    }
+  }
+
+  md += "\n## Trace: cycles per kv tile and per role\n";
+  std::vector<fs::path> traces;
+  if (!in.trace_dir.empty() && fs::is_directory(in.trace_dir))
+    for (const auto& e : fs::directory_iterator(in.trace_dir))
+      if (e.is_regular_file() && e.path().extension() == ".txt") traces.push_back(e.path());
+  std::sort(traces.begin(), traces.end());
+  if (traces.empty()) {
+    const std::string how = trace_howto(in);
+    write_text_file((p / "trace" / "HOWTO.md").string(), how);
+    md += how;
+  } else {
+    for (const auto& t : traces) {
+      const std::string text = read_text_file(t.string());
+      write_text_file((p / "trace" / t.filename()).string(), text);
+      md += fmt::format("### {}\n```\n{}```\n", t.filename().string(), text);
+    }
+  }
+  write_text_file((p / "PROFILE.md").string(), md);
+  return md;
+}
+
+std::string champion_profile_markdown(ExperimentDb& db, const std::string& suite_requested) {
+  const std::string suite = champion_suite(db, suite_requested);
+  const auto rec = db.champion(suite, ChampionScope::overall);
+  if (!rec) throw std::invalid_argument(fmt::format("{}: no overall champion for suite '{}'", db.path(), suite));
+  const auto it = db.iteration(rec->iteration_id);
+  if (!it) throw std::invalid_argument(fmt::format("{}: the champion's iteration {} is missing", db.path(), rec->iteration_id));
+  ProfileInput in;
+  in.template_name = proposal_root_template(it->template_name);
+  in.params = it->params_json;
+  in.champion = *it;
+  in.templates_arg = "KIT/template";
+  if (it->variant_id)
+    if (const auto v = db.variant(*it->variant_id)) {
+      in.compile_log = v->compile_log;
+      if (!v->cubin_path.empty()) in.cubin_path = v->cubin_path;
+    }
+  char tmpl[] = "/tmp/attn-profile-XXXXXX";
+  if (!::mkdtemp(tmpl)) throw std::runtime_error("champion_profile_markdown: cannot make a temporary folder");
+  std::string md;
+  try {
+    md = write_champion_profile(tmpl, in);
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(tmpl, ec);
+    throw;
+  }
+  std::error_code ec;
+  fs::remove_all(tmpl, ec);
+  return md;
+}
+
+std::string ideas_tried_tsv(const std::vector<IdeaRecord>& ideas) {
+  std::string s = "idea\tfile\tdescription\thypothesis\tparent\tverdict\tbroken_kind\tdelta_pct\tnoise_pct\tconfigs\treason\n";
+  for (const auto& i : ideas) {
+    if (i.status != "done" || i.verdict.empty()) continue;
+    s += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n", i.id, tsv_text(i.file), tsv_text(i.description),
+                     tsv_text(i.hypothesis), tsv_text(i.parent_template), i.verdict,
+                     i.broken_kind.empty() ? "-" : i.broken_kind, opt_num(i.delta_pct, "{:.2f}"),
+                     opt_num(i.noise_pct, "{:.2f}"), i.configs, tsv_text(i.reason));
+  }
+  return s;
+}
+
+std::string idea_file_text(const IdeaRecord& i) {
+  std::string s = fmt::format("Description: {}\n", i.description);
+  if (!i.hypothesis.empty()) s += fmt::format("Hypothesis: {}\n", i.hypothesis);
+  if (!i.parent_template.empty()) s += fmt::format("Template: {}\n", proposal_root_template(i.parent_template));
+  if (i.space_json != "{}" && !i.space_json.empty()) s += fmt::format("Space: {}\nDefault: {}\n", i.space_json, i.default_json);
+  return s + "\n" + i.diff;
+}
+
+IdeaContextSummary write_idea_context(const std::string& dir, ExperimentDb& db, const IdeaContextRequest& req) {
+  const fs::path root(dir);
+  if (fs::exists(root) && !fs::is_empty(root)) throw std::runtime_error("idea context: " + dir + " is not empty");
+  fs::create_directories(root);
+  const fs::path scratch = root / ".parent";
+  ChampionTemplate c = load_champion_template(db, req.suite, req.templates_dir, scratch.string());
+  const std::vector<std::string> headers = write_idea_parent_files(c.space, (root / "template").string());
+  const std::string troot = proposal_root_template(c.space.name());
+
+  write_text_file((root / "IDEA.md").string(), idea_md(c.space, headers, "template"));
+  write_text_file((root / "champion_cases.tsv").string(), champion_cases_tsv(c.champion));
+  const auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  nlohmann::ordered_json j = {{"suite", c.suite},
+                              {"iteration", c.champion.iter},
+                              {"template", c.space.name()},
+                              {"template_root", troot},
+                              {"config", nlohmann::json::parse(config_to_json(c.config))},
+                              {"geomean_ms", opt(c.champion.geomean_ms)},
+                              {"window_ms", opt(c.champion.window_ms)},
+                              {"global_ms", opt(c.champion.global_ms)},
+                              {"retrieval_ms", opt(c.champion.retrieval_ms)},
+                              {"root_seed", c.champion.root_seed ? nlohmann::json(*c.champion.root_seed) : nlohmann::json(nullptr)}};
+  if (c.variant) {
+    j["registers"] = c.variant->registers ? nlohmann::json(*c.variant->registers) : nlohmann::json(nullptr);
+    j["spill_bytes"] = c.variant->spill_bytes ? nlohmann::json(*c.variant->spill_bytes) : nlohmann::json(nullptr);
+  }
+  write_text_file((root / "champion.json").string(), j.dump(2) + "\n");
+
+  const std::vector<IdeaRecord> ideas = db.ideas();
+  write_text_file((root / "ideas_tried.tsv").string(), ideas_tried_tsv(ideas));
+  std::size_t judged = 0;
+  for (const auto& i : ideas) {
+    if (i.status != "done" || i.verdict.empty() || i.file.empty()) continue;
+    ++judged;
+    std::string name = fs::path(i.file).filename().string();
+    if (fs::path(name).extension() != ".idea") name += ".idea";
+    write_text_file((root / "ideas_tried" / fmt::format("{}_{}", i.id, name)).string(), idea_file_text(i));
+  }
+
+  // The champion's cubin: the recorded one when it is here, else built now (the compile cache).
+  ProfileInput pin;
+  pin.template_name = troot;
+  pin.kernel = c.space.kernel();
+  pin.params = config_to_json(c.config);
+  pin.champion = c.champion;
+  pin.trace_dir = req.trace_dir;
+  pin.templates_arg = (root / "template").string();
+  if (c.variant) pin.compile_log = c.variant->compile_log;
+  if (c.variant && !c.variant->cubin_path.empty() && fs::exists(c.variant->cubin_path)) {
+    pin.cubin_path = c.variant->cubin_path;
+  } else {
+    CompilerOptions copts;
+    copts.cache_dir = req.cache_dir;
+    const Compiler compiler(copts);
+    const CompiledVariant v = compiler.compile({c.space.source_path(), c.space.kernel(), c.config, {}, c.space.patchable_names()});
+    if (v.ok) {
+      pin.cubin_path = v.cubin_path;
+      if (pin.compile_log.empty()) pin.compile_log = v.log;
+    }
+  }
+  write_champion_profile(root.string(), pin);
+  std::error_code ec;
+  fs::remove_all(scratch, ec);
+  IdeaContextSummary s;
+  s.parent_template = c.space.name();
+  s.champion_iter = c.champion.iter;
+  s.text = fmt::format("wrote {}: IDEA.md, template/ ({} from {}, {} header(s)), the champion (iter {}, {} on {}), "
+                       "{} idea(s) tried, profile/PROFILE.md",
+                       dir, troot, c.space.name(), headers.size(), c.champion.iter, opt_num(c.champion.geomean_ms),
+                       c.suite, judged);
+  return s;
+}
+
+}  // namespace attn
