@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Builds the doc-command test's fixture DB (tests/docs/fixture.db.xz) on the CPU: the real daemon with the fake
 worker (tests/daemon/fake_worker.py) on the fake template fake_healthy (tests/data/fake_templates, 18 configs):
-run 1 on suite full, exhaustive; run 2 on suite quick, resumed on the same DB, with an idea queue of two ideas (one
-that wins: the fake worker scales its score by 80 %; one that changes nothing: no gain). Two suites, ideas, their
+run 1 on suite full, exhaustive; run 2 on suite quick, resumed on the same DB, with an idea queue of three ideas (one
+that wins: the fake worker scales its score by 80 %; a probe that changes nothing: no gain; a diff that does not
+apply on the win: broken). Two suites, ideas, their
 proposal templates in the DB, champions with held-out checks. Also writes tests/docs/harness_runs.jsonl, a
 harness-style baseline of the quick cases for `report --baseline`.
 
@@ -41,6 +42,26 @@ Default: {{"{axis}": 0}}
 """
 
 
+PROBE = """Description: a probe: an axis no code reads
+Template: fake_healthy
+Space: {"PROBE": [0, 1]}
+Default: {"PROBE": 0}
+
+--- a/fake_healthy.cu
++++ b/fake_healthy.cu
+@@ -10,6 +10,9 @@
+ #ifndef F
+ #define F 0
+ #endif
++#if PROBE
++// nothing
++#endif
+ #if F == 5
+ #error "deliberate compile error (F = 5)"
+ #endif
+"""
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
@@ -56,9 +77,11 @@ def main():
     subprocess.run([binary, "run", "--suite", "full", "--strategy", "exhaustive", *common], check=True)
     (queue / "01_fast.idea").write_text(IDEA.format(desc="a faster path behind FAST", axis="FAST",
                                                     line='extern "C" __device__ int fake_speed_pct_80 = 1;'))
-    (queue / "02_probe.idea").write_text(IDEA.format(desc="a probe: an axis no code reads", axis="PROBE",
-                                                     line="// nothing"))
-    os.utime(queue / "01_fast.idea", (1, 1))  # oldest first
+    (queue / "02_probe.idea").write_text(PROBE)
+    # Written against fake_healthy itself, it does not apply on the first idea's win (its parent): broken.
+    (queue / "03_stale.idea").write_text(IDEA.format(desc="a stale diff", axis="STALE", line="// nothing"))
+    for age, name in enumerate(["01_fast.idea", "02_probe.idea", "03_stale.idea"], 1):
+        os.utime(queue / name, (age, age))  # oldest first
     subprocess.run([binary, "run", "--suite", "quick", "--strategy", "local", "--ideas", str(queue),
                     "--idea-budget", "4", "--idea-poll", "0.2", "--iterations", "60", *common], check=True)
     con = sqlite3.connect(db)
