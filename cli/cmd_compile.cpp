@@ -10,6 +10,7 @@
 
 #include "cli/commands.hpp"
 #include "core/templates_dir.hpp"
+#include "cli/variant_request.hpp"
 #include "gpu/compiler.hpp"
 #include "tuner/compile_request.hpp"
 #include "tuner/shard.hpp"
@@ -28,14 +29,9 @@ struct CompileCliOptions {
 };
 
 void run_compile(const CompileCliOptions& o) {
-  const std::string dir = o.templates_dir.empty() ? default_templates_dir() : o.templates_dir;
-  TemplateSpace space = [&] {
-    try {
-      return TemplateSpace::load_named(dir, o.template_name);
-    } catch (const std::invalid_argument& e) {
-      throw CliError(fmt::format("compile: {}", e.what()));
-    }
-  }();
+  // The template and one config as bench takes them: --config over the template's default (cli/variant_request).
+  const VariantRequest vr = resolve_variant("compile", o.templates_dir, o.template_name, o.all ? "" : o.config_json, {});
+  TemplateSpace space = vr.space;
 
   std::vector<Config> configs;
   if (o.all) {
@@ -49,17 +45,8 @@ void run_compile(const CompileCliOptions& o) {
     }
     configs = space.enumerate();
     if (!o.shard.empty()) fmt::print("shard {}: {} config(s) of the space\n", o.shard, configs.size());
-  } else if (!o.config_json.empty()) {
-    Config c;
-    try {
-      c = config_from_json(o.config_json);
-    } catch (const std::invalid_argument& e) {
-      throw CliError(fmt::format("compile: --config: {}", e.what()));
-    }
-    if (auto why = space.check(c)) throw CliError(fmt::format("compile: --config is not valid for {}: {}", space.name(), *why));
-    configs.push_back(c);
   } else {
-    configs.push_back(space.default_config());
+    configs.push_back(vr.config);
   }
 
   CompilerOptions copts;
@@ -118,8 +105,8 @@ void add_compile_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("compile", "NVRTC-compile configs of a template and print their resources "
                                             "(no GPU needed); exits 1 if any config fails");
   cmd->add_option("--template", o->template_name, "template name (kernels_templates/<name>.json)")->required();
-  auto* config = cmd->add_option("--config", o->config_json, "one config as JSON, e.g. '{\"BLOCK_M\":128,...}' "
-                                                               "(default: the template's default)");
+  auto* config = cmd->add_option("--config", o->config_json, "one config as JSON, e.g. '{\"BLOCK_N\":64}'; parameters "
+                                                               "it does not name take the template's default");
   auto* all = cmd->add_flag("--all", o->all, "every valid config of the parameter space")->excludes(config);
   cmd->add_option("--shard", o->shard, "with --all: K/N compiles shard K (0-based) of N, the partition of `run --shard` "
                                        "(a stable hash of each config), to split the space over N machines")->needs(all);

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/read_suite.hpp"
 #include "db/store.hpp"
 #include "export/harness_check.hpp"
 #include "export/plan_from_db.hpp"
@@ -56,6 +57,24 @@ std::string holdout_line(const nlohmann::json& p) {
   line += fmt::format(", held-out {:.4f} ms ({}", ho, seed(h["root_seed"]));
   if (p["tuned_ms"].is_number()) line += fmt::format(", {:+.1f}%", (ho / p["tuned_ms"].get<double>() - 1) * 100);
   return line + ")";
+}
+
+/// Where a variant's template came from, when not from the templates folder: "from idea 33 (16_q_first.idea, run
+/// on quick), verdict no_gain: exported like any measured config (docs/ideas.md, \"After the verdict\")", or "from
+/// proposal 3 of the proposer hook: <description>"; "" for a repository template.
+std::string origin_line(const nlohmann::json& p) {
+  if (p.contains("idea") && p["idea"].is_object()) {
+    const nlohmann::json& i = p["idea"];
+    const std::string verdict = i.value("verdict", "");
+    return fmt::format("from idea {} ({}, run on {}), {}: exported like any measured config (docs/ideas.md, "
+                       "\"After the verdict\")",
+                       i.value("id", std::int64_t(0)), i.value("file", ""), i.value("suite", "?"),
+                       verdict.empty() ? "no verdict (" + i.value("status", "?") + ")" : "verdict " + verdict);
+  }
+  if (p.contains("proposal") && p["proposal"].is_number_integer())
+    return fmt::format("from proposal {} of the proposer hook: {}", p["proposal"].get<std::int64_t>(),
+                       p.value("proposal_description", ""));
+  return "";
 }
 
 /// One line per bucket: "  sliding_window t_max 8192, B·H 32: fa2_mma_i12 0.4500 ms vs fa2_mma_i3 0.5000 ms
@@ -230,12 +249,14 @@ void run_export(const ExportOptions& o) {
   try {
     auto db = ExperimentDb::open(o.db, ExperimentDb::Mode::read_only);
     DbExportOptions options;
-    options.suite = o.suite;
+    options.suite = choose_read_suite(db, o.suite, false).suite;
     options.templates_dir = o.templates;
     options.allow_stale_source = o.allow_stale_source;
     options.buckets = !o.no_buckets;
     options.bucket_margin = o.bucket_margin;
     plan = build_export_plan(db, options);
+  } catch (const CliError& e) {
+    throw CliError(fmt::format("export: {}", e.what()));
   } catch (const std::invalid_argument& e) {
     throw CliError(fmt::format("export: {}", e.what()));
   } catch (const std::runtime_error& e) {  // not a DB, an empty file, another schema
@@ -255,6 +276,7 @@ void run_export(const ExportOptions& o) {
                                   v.provenance.value("params", std::string()))
                           .c_str());
     std::printf("    %s\n", holdout_line(v.provenance).c_str());
+    if (const std::string origin = origin_line(v.provenance); !origin.empty()) std::printf("    %s\n", origin.c_str());
     if (v.provenance.contains("source_note"))
       std::printf("    %s\n", v.provenance["source_note"].get<std::string>().c_str());
   }
@@ -271,7 +293,8 @@ void add_export_command(CLI::App& app) {
   cmd->add_option("--db", o->db, "experiment DB (read-only; written only to record --harness runs)")
       ->capture_default_str();
   cmd->add_option("--out", o->out, "submission directory to write (created; must be empty unless --force)")->required();
-  cmd->add_option("--suite", o->suite, "suite whose champions to export (default: the only one with champions)");
+  cmd->add_option("--suite", o->suite, "suite whose champions to export (default: the only one, else the latest "
+                                       "run's, said on the first line)");
   cmd->add_option("--templates", o->templates, "kernel templates folder (default: $ATTN_TUNER_TEMPLATES or the source tree's)");
   cmd->add_flag("--force", o->force, "replace a non-empty --out that holds an earlier export");
   cmd->add_flag("--allow-stale-source", o->allow_stale_source,

@@ -1,12 +1,16 @@
 // `attn-tuner query [--db PATH] [--format table|json|tsv] <what>`: read the experiment DB.
+// The commands that read one suite (top, proposals, csv) take it by the rule of db/suite_choice.hpp (--suite,
+// else the only suite, else the latest run's, said on the first line); the listings (best, history, tsv, ideas,
+// harness) show every suite with a suite column unless --suite.
 //   best [--suite S]              champions per suite and scope
-//   top N [--suite S]             the N fastest keep/discard iterations by geomean
+//   top N [--suite S]             the N fastest keep/discard iterations of one suite by geomean
 //   history [--suite S] [--limit N]  the last N iterations, oldest first (0 = all)
 //   show ITER                     one iteration: variant, resources, per-case results
 //   sql "SELECT ..."              one read-only statement (a write is refused)
 //   tsv [--suite S] [--out FILE]  iters.tsv rebuilt from the DB (stdout without --out)
 //   csv [--suite S] [--out FILE]  per-case results of a suite as CSV, the input of `attn-tuner replay --csv`
-//   proposals [--suite S] [--id N]  the proposer hook's proposals with their best score (one in full with --id)
+//   proposals [--suite S] [--id N]  the proposer hook's proposals with their best score on one suite (one in full
+//                                   with --id)
 //   harness                       the official harness's runs on exported submissions (`export --harness`)
 //   ideas [--id N]                the idea queue's ideas ranked by measured effect (one in full with --id)
 // The DB is opened read-only and never created.
@@ -26,6 +30,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/query_ideas.hpp"
+#include "cli/read_suite.hpp"
 #include "db/iters_tsv.hpp"
 #include "db/store.hpp"
 #include "db/text_table.hpp"
@@ -118,7 +123,8 @@ void run_best(const QueryOptions& o) {
 void run_top(const QueryOptions& o) {
   if (o.top_n <= 0) throw CliError(fmt::format("top: N must be a positive count, got {}", o.top_n));
   auto db = open_db(o);
-  auto rows = db.iterations({.suite = o.suite_filter(),
+  const std::string suite = choose_read_suite(db, o.suite, o.format != "table").suite;
+  auto rows = db.iterations({.suite = suite,
                              .run_id = std::nullopt,
                              .statuses = {IterationStatus::keep, IterationStatus::discard},
                              .order = IterationQuery::Order::geomean_asc,
@@ -260,12 +266,7 @@ void run_tsv(const QueryOptions& o) {
 
 void run_csv(const QueryOptions& o) {
   auto db = open_db(o);
-  std::string suite = o.suite;
-  if (suite.empty()) {
-    const auto runs = db.runs();
-    if (runs.empty()) throw CliError(fmt::format("csv: {} has no runs", o.db));
-    suite = runs.back().suite;
-  }
+  const std::string suite = choose_read_suite(db, o.suite, o.out.empty()).suite;
   if (o.out.empty()) {
     std::ostringstream text;
     write_replay_csv(db, suite, text);
@@ -314,9 +315,10 @@ void run_proposals(const QueryOptions& o) {
     if (!p->output.empty()) print("\nproposer output:\n" + p->output + (p->output.back() == '\n' ? "" : "\n"));
     return;
   }
-  const auto rows = db.proposal_summaries(o.suite_filter());
-  TextTable table{{"proposal", "status", "template", "parent", "iterations", "crashes", "best_ms", "best_iter",
-                   "champion", "started_at", "description"},
+  const std::string suite = choose_read_suite(db, o.suite, o.format != "table").suite;
+  const auto rows = db.proposal_summaries(suite);
+  TextTable table{{"proposal", "status", "template", "parent", "suite", "iterations", "crashes", "best_ms",
+                   "best_iter", "champion", "started_at", "description"},
                   {}};
   auto json = nlohmann::json::array();
   for (const auto& s : rows) {
@@ -326,13 +328,14 @@ void run_proposals(const QueryOptions& o) {
     std::string champion;
     for (const auto& c : s.champion_of) champion += (champion.empty() ? "" : ",") + c;
     table.rows.push_back({std::to_string(p.id), to_string(p.status), or_dash(p.template_name), p.parent_template,
-                          std::to_string(s.iterations), std::to_string(s.crashes), format_ms(s.best_ms),
+                          suite, std::to_string(s.iterations), std::to_string(s.crashes), format_ms(s.best_ms),
                           opt_int(s.best_iter), or_dash(champion),
                           p.started_at, or_dash(what)});
     nlohmann::json j = {{"id", p.id},
                         {"status", to_string(p.status)},
                         {"template", p.template_name},
                         {"parent_template", p.parent_template},
+                        {"suite", suite},
                         {"command", p.command},
                         {"started_at", p.started_at},
                         {"description", p.description},
@@ -415,9 +418,9 @@ void add_query_command(CLI::App& app) {
   best->add_option("--suite", o->suite, "Only this suite");
   best->callback([o] { run_best(*o); });
 
-  auto* top = q->add_subcommand("top", "The N fastest keep/discard iterations by geomean");
+  auto* top = q->add_subcommand("top", "The N fastest keep/discard iterations of one suite by geomean");
   top->add_option("N", o->top_n, "How many")->required();
-  top->add_option("--suite", o->suite, "Only this suite");
+  top->add_option("--suite", o->suite, "Suite (default: the only one, else the latest run's, said on the first line)");
   top->callback([o] { run_top(*o); });
 
   auto* history = q->add_subcommand("history", "The last iterations, oldest first");
@@ -435,11 +438,12 @@ void add_query_command(CLI::App& app) {
   sql->callback([o] { run_sql(*o); });
 
   auto* csv = q->add_subcommand("csv", "Per-case results of every finished iteration of a suite, as CSV (replay input)");
-  csv->add_option("--suite", o->suite, "Suite (default: the latest run's)");
+  csv->add_option("--suite", o->suite, "Suite (default: the only one, else the latest run's, said on stderr)");
   csv->add_option("--out", o->out, "Write this file (atomically) instead of printing to stdout");
   csv->callback([o] { run_csv(*o); });
   auto* proposals = q->add_subcommand("proposals", "The proposer hook's proposals with their best score");
-  proposals->add_option("--suite", o->suite, "Scores on this suite only");
+  proposals->add_option("--suite", o->suite, "Scores on this suite (default: the only one, else the latest run's, "
+                                             "said on the first line)");
   proposals->add_option("--id", o->proposal_id, "Show this proposal in full: reason, diff, proposer output");
   proposals->callback([o] { run_proposals(*o); });
 

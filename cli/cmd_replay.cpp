@@ -1,9 +1,12 @@
 // `attn-tuner replay (--db D | --csv F) --strategy S... [--fidelity full|ladder]... [--cutoff X]... --seeds N`:
 // replays strategies against a finished DB (or its CSV export) and prints how many evaluations each needs to
-// get within 1%, 2%, 5% of the DB's best (median and quartiles over seeds). No GPU. tuner/replay.hpp.
+// get within 1%, 2%, 5% of the best of the replayed templates (median and quartiles over seeds). No GPU.
+// tuner/replay.hpp. The suite: db/suite_choice.hpp's rule. Templates of the proposer hook and the idea queue
+// come from the DB, as export takes them.
 #include <algorithm>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,7 +15,9 @@
 
 #include "cli/commands.hpp"
 #include "core/templates_dir.hpp"
+#include "cli/read_suite.hpp"
 #include "db/store.hpp"
+#include "tuner/proposal_template.hpp"
 #include "tuner/replay.hpp"
 
 namespace attn {
@@ -39,11 +44,13 @@ void run_replay(const ReplayCliOptions& o) {
     if (std::find(names.begin(), names.end(), s) == names.end())
       throw CliError(fmt::format("replay: --strategy: unknown '{}' ({})", s, fmt::join(names, ", ")));
   ReplayTable table;
+  std::optional<ExperimentDb> db;  // open while the templates are read: proposals' templates live in it
   try {
     if (!o.db.empty()) {
       if (!std::filesystem::is_regular_file(o.db)) throw CliError("replay: no experiment DB at " + o.db);
-      auto db = ExperimentDb::open(o.db, ExperimentDb::Mode::read_only);
-      table = load_replay_table(db, o.suite);
+      db.emplace(ExperimentDb::open(o.db, ExperimentDb::Mode::read_only));
+      const std::string suite = choose_read_suite(*db, o.suite, o.json).suite;
+      table = load_replay_table(*db, suite);
     } else {
       table = load_replay_csv(o.csv);
       table.suite = o.suite.empty() ? std::filesystem::path(o.csv).stem().string() : o.suite;
@@ -58,21 +65,24 @@ void run_replay(const ReplayCliOptions& o) {
   std::vector<std::string> tnames = o.templates;
   if (tnames.empty())
     for (const auto& [name, configs] : table.templates) tnames.push_back(name);
+  // A template of the proposer hook or the idea queue from its DB row (as export takes it), else from the folder.
   std::vector<TemplateSpace> spaces;
   for (const auto& name : tnames) {
     try {
-      spaces.push_back(TemplateSpace::load_named(dir, name));
+      spaces.push_back(
+          load_template(name, db ? db->proposal_by_template(name) : std::optional<ProposalRecord>(), dir).space);
     } catch (const std::invalid_argument& e) {
       throw CliError(fmt::format("replay: {} (pass --templates DIR, or --template to replay fewer)", e.what()));
     }
   }
   std::size_t rows = 0, full = 0, failed = 0;
-  for (const auto& [name, configs] : table.templates)
-    for (const auto& [c, e] : configs) ++rows, full += e.full_ms ? 1 : 0, failed += e.failed ? 1 : 0;
+  for (const auto& name : tnames)
+    if (const auto t = table.templates.find(name); t != table.templates.end())
+      for (const auto& [c, e] : t->second) ++rows, full += e.full_ms ? 1 : 0, failed += e.failed ? 1 : 0;
   if (!o.json)
-    fmt::print("replay of {} (suite {}): {} configs ({} with a whole-suite score, {} failed), best {:.4f} ms; screen "
-               "cases {}\n",
-               table.source, table.suite, rows, full, failed, table.best_ms().value_or(0),
+    fmt::print("replay of {} (suite {}, {} template(s)): {} configs ({} with a whole-suite score, {} failed), best "
+               "{:.4f} ms; screen cases {}\n",
+               table.source, table.suite, tnames.size(), rows, full, failed, table.best_ms(tnames).value_or(0),
                table.screen_case_ids.empty() ? std::string("unknown") : fmt::format("{}", fmt::join(table.screen_case_ids, ", ")));
   std::vector<ReplaySummary> all;
   for (const auto& fid : o.fidelities) {
@@ -113,7 +123,8 @@ void add_replay_command(CLI::App& app) {
                                            "get within 1%, 2%, 5% of its best");
   cmd->add_option("--db", o->db, "finished experiment DB (read-only)");
   cmd->add_option("--csv", o->csv, "or its export by `attn-tuner query csv`");
-  cmd->add_option("--suite", o->suite, "suite to replay (default: the latest run's)");
+  cmd->add_option("--suite", o->suite, "suite to replay (default: the only one, else the latest run's, said on the "
+                                       "first line)");
   cmd->add_option("--strategy", o->strategies, "strategy (repeatable): exhaustive, random, local, evolutionary, model")
       ->capture_default_str();
   cmd->add_option("--fidelity", o->fidelities, "full | ladder (repeatable)")->capture_default_str();
@@ -129,7 +140,9 @@ void add_replay_command(CLI::App& app) {
   cmd->add_flag("--skip-unknown", o->skip_unknown,
                 "a DB that sampled the space: skip proposals it cannot answer instead of counting them as failed");
   cmd->add_option("--template", o->templates, "template (repeatable); default: every template in the DB");
-  cmd->add_option("--templates", o->templates_dir, "templates folder (default: $ATTN_TUNER_TEMPLATES or the source tree)");
+  cmd->add_option("--templates", o->templates_dir, "templates folder (default: $ATTN_TUNER_TEMPLATES or the source "
+                                                   "tree); the proposer hook's and the idea queue's templates come "
+                                                   "from the DB");
   cmd->add_flag("--json", o->json, "machine-readable output");
   cmd->callback([o] { run_replay(*o); });
 }

@@ -1,5 +1,5 @@
 // `attn-tuner report [--db PATH] --out DIR [--suite S] [--baseline FILE] [--python EXE] [--tflops X]
-// [--tbps Y]`: the morning report (docs/report.md). Checks the input, writes DIR/cases.json (per-case
+// [--tbps Y]`: the morning report (docs/report.md) on one suite (db/suite_choice.hpp). Checks the input, writes DIR/cases.json (per-case
 // work and roofline floor from workload/roofline), and runs report/report.py, which reads the DB
 // read-only and draws index.html and its PNG images with matplotlib. DIR is built in a sibling
 // "<DIR>.partial" and renamed at the end: a failed report leaves an earlier one as it was.
@@ -9,7 +9,6 @@
 #include <fstream>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -17,6 +16,7 @@
 #include <fmt/ranges.h>
 
 #include "cli/commands.hpp"
+#include "cli/read_suite.hpp"
 #include "report/python_runner.hpp"
 #include "proposer/idea_context.hpp"
 #include "report/report_cases.hpp"
@@ -99,16 +99,14 @@ void run_report(const ReportOptions& o) {
     if (runs.empty())
       throw CliError(fmt::format("report: {} has no runs yet: nothing to report (start one with `attn-tuner run`)",
                                  o.db));
-    if (suite.empty()) suite = runs.back().suite;
-    std::set<std::string> names;
-    std::vector<RunRecord> mine;
-    for (const auto& r : runs) {
-      names.insert(r.suite);
-      if (r.suite == suite) mine.push_back(r);
+    try {
+      suite = choose_read_suite(*db, suite, false).suite;
+    } catch (const CliError& e) {
+      throw CliError(fmt::format("report: {}", e.what()));
     }
-    if (mine.empty())
-      throw CliError(fmt::format("report: {} has no run of suite {} (suites there: {})", o.db, suite,
-                                 fmt::join(names, ", ")));
+    std::vector<RunRecord> mine;
+    for (const auto& r : runs)
+      if (r.suite == suite) mine.push_back(r);
     runs = std::move(mine);
     gpu = runs.back().gpu_name;
     if (auto c = db->champion(suite, ChampionScope::overall)) {
@@ -204,7 +202,7 @@ void add_report_command(CLI::App& app) {
   cmd->add_option("--db", o->db, "experiment DB (read-only)")->capture_default_str();
   cmd->add_option("--out", o->out, "folder to write (new, empty, or an earlier report, which is replaced)")
       ->required();
-  cmd->add_option("--suite", o->suite, "suite to report on (default: the suite of the latest run)");
+  cmd->add_option("--suite", o->suite, "suite to report on (default: the only one, else the latest run's, said on the first line)");
   cmd->add_option("--baseline", o->baseline,
                   "per-case latencies to draw beside the champion: harness JSON (or the JSON lines of "
                   "scripts/device/step_harness.sh), or CSV case_id,us");

@@ -1,4 +1,5 @@
-// `attn-tuner status`: progress of the daemon on a DB (read concurrently, read-only): its run, the
+// `attn-tuner status`: progress of the daemon on a DB (read concurrently, read-only): the latest run of the
+// suite (db/suite_choice.hpp: --suite, else the only one, else the latest run's, said on the first line), the
 // iteration in flight, counts by status, rate, champion and an ETA. `--watch [N]` redraws it every N s
 // (default 5) until Ctrl-C: the live view during a run.
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/read_suite.hpp"
 #include "daemon/stale_worker.hpp"
 #include "daemon/supervise.hpp"
 #include "db/iters_tsv.hpp"
@@ -44,14 +46,16 @@ std::optional<double> seconds_between(const std::string& from, const std::string
   return *b - *a;
 }
 
-/// One status view of the DB at `db_path` (text, or JSON with as_json). Throws CliError when there is no
-/// DB or no run yet.
-void print_status(const std::string& db_path, bool as_json) {
+/// One status view of the DB at `db_path` (text, or JSON with as_json) for `suite` ("": the rule of
+/// db/suite_choice.hpp). Throws CliError when there is no DB, no run yet or no run of the suite.
+void print_status(const std::string& db_path, const std::string& suite, bool as_json) {
   if (!std::filesystem::exists(db_path)) throw CliError("no experiment DB at " + db_path);
   auto db = ExperimentDb::open(db_path, ExperimentDb::Mode::read_only);
+  const std::string chosen = choose_read_suite(db, suite, as_json).suite;
   const auto runs = db.runs();
-  if (runs.empty()) throw CliError(db_path + " has no runs yet");
-  const RunRecord& run = runs.back();
+  RunRecord run;
+  for (const auto& r : runs)
+    if (r.suite == chosen) run = r;  // ordered by id: the suite's latest
   const auto pid = running_daemon(db_path);
   nlohmann::json live;
   if (std::ifstream in(status_file_for(db_path)); in) {
@@ -159,7 +163,7 @@ void print_status(const std::string& db_path, bool as_json) {
 
 /// Redraws print_status every `every_s` seconds until SIGINT or SIGTERM (exit code 0). A missing DB
 /// or a DB without runs is shown as such and watched on: the daemon may be about to create it.
-void watch_status(const std::string& db_path, double every_s) {
+void watch_status(const std::string& db_path, const std::string& suite, double every_s) {
   StopRequest stop;
   SignalWatcher signals(stop);
   const bool tty = ::isatty(STDOUT_FILENO) == 1;
@@ -170,7 +174,7 @@ void watch_status(const std::string& db_path, double every_s) {
     if (tty) fmt::print("\033[H\033[2J");
     fmt::print("--- {} status of {}, every {:g} s (Ctrl-C to stop)\n", clock, db_path, every_s);
     try {
-      print_status(db_path, false);
+      print_status(db_path, suite, false);
     } catch (const std::exception& e) {  // not there yet, or being created: say so and keep watching
       fmt::print("{}\n", e.what());
     }
@@ -188,17 +192,20 @@ void add_status_command(CLI::App& app) {
   auto db_path = std::make_shared<std::string>("runs/attn-tuner.db");
   auto as_json = std::make_shared<bool>(false);
   auto watch_s = std::make_shared<double>(0);
+  auto suite = std::make_shared<std::string>();
   cmd->add_option("--db", *db_path, "experiment DB")->capture_default_str();
+  cmd->add_option("--suite", *suite, "the suite whose latest run to show (default: the only one, else the latest "
+                                     "run's, said on the first line)");
   auto* json = cmd->add_flag("--json", *as_json, "machine-readable output");
   auto* watch = cmd->add_option("--watch", *watch_s, "redraw every N seconds until Ctrl-C (N default 5)")
                     ->expected(0, 1)
                     ->default_str("5");
   watch->excludes(json);
-  cmd->callback([db_path, as_json, watch_s, watch] {
-    if (watch->count() == 0) return print_status(*db_path, *as_json);
+  cmd->callback([db_path, suite, as_json, watch_s, watch] {
+    if (watch->count() == 0) return print_status(*db_path, *suite, *as_json);
     if (!(*watch_s > 0))
       throw CliError(fmt::format("--watch: the period must be a positive number of seconds, got {}", *watch_s));
-    watch_status(*db_path, *watch_s);
+    watch_status(*db_path, *suite, *watch_s);
   });
 }
 

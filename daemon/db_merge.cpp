@@ -46,17 +46,46 @@ std::int64_t scalar(sqlite::Connection& conn, const std::string& sql) {
   return st.is_null(0) ? 0 : st.column_int64(0);
 }
 
-/// Opens `path` read-only and checks that it is an attn-tuner DB of this build's schema version.
-void check_input(const std::string& path) {
+/// Opens `path` read-only and checks that it is an attn-tuner DB of this build's schema version; returns each
+/// run's identity (run_identity) with its id.
+std::vector<std::pair<std::string, std::int64_t>> check_input(const std::string& path) {
   if (!fs::is_regular_file(path)) throw std::invalid_argument(fmt::format("db merge: no such DB {}", path));
   auto conn = sqlite::Connection::open(path, sqlite::OpenMode::read_only);
   db::configure_connection(conn);
   const int v = db::read_schema_version(conn);
   if (v != db::kSchemaVersion)
-    throw std::runtime_error(fmt::format(
+    throw std::invalid_argument(fmt::format(
         "db merge: {} has schema version {}, this attn-tuner merges version {} only{}", path, v, db::kSchemaVersion,
         v < db::kSchemaVersion ? fmt::format(" (migrate it first: attn-tuner db migrate {})", path)
                                : std::string(" (use a newer attn-tuner)")));
+  // A run is the same run in every copy of a DB and in a merge of it: same start, host, suite, end and first config.
+  auto st = conn.prepare(
+      "SELECT r.id, r.started_at, r.host, r.suite, COALESCE(r.ended_at, ''), COALESCE((SELECT params_json FROM "
+      "iterations WHERE run_id = r.id ORDER BY id LIMIT 1), '') FROM runs r ORDER BY r.id");
+  std::vector<std::pair<std::string, std::int64_t>> out;
+  while (st.step())
+    out.emplace_back(nlohmann::json::array({st.column_text(1), st.column_text(2), st.column_text(3), st.column_text(4),
+                                            st.column_text(5)})
+                         .dump(),
+                     st.column_int64(0));
+  return out;
+}
+
+/// Refuses inputs that hold one run twice (two copies of one DB, or a merged DB and one of its parts): merging
+/// both would double its iterations. Checked on every input before anything is written.
+void check_runs_unique(const std::vector<std::string>& inputs) {
+  std::map<std::string, std::pair<std::string, std::int64_t>> seen;  // identity -> (input, run id)
+  for (const auto& in : inputs)
+    for (const auto& [identity, id] : check_input(in)) {
+      const auto [it, inserted] = seen.emplace(identity, std::pair(in, id));
+      if (inserted || it->second.first == in) continue;  // one input's own runs are its business
+      const auto j = nlohmann::json::parse(identity);
+      throw std::invalid_argument(fmt::format(
+          "db merge: run {} of {} (started {} on '{}', suite {}) is also run {} of {}: the inputs hold the same run "
+          "(copies of one DB, or a merged DB and one of its parts); merging both would double its iterations",
+          id, in, j[0].get<std::string>(), j[1].get<std::string>(), j[2].get<std::string>(), it->second.second,
+          it->second.first));
+    }
 }
 
 /// One input's champion of one (suite, scope), as a candidate of the merged champion rule.
@@ -100,19 +129,6 @@ std::vector<std::string> recompute_champions(ExperimentDb& db, const std::map<st
 /// Copies the attached input `src` (at `path`) into main. Returns its champions as candidates.
 void merge_one(sqlite::Connection& conn, const std::string& path, MergeSummary& sum,
                std::map<std::pair<std::string, ChampionScope>, std::vector<Candidate>>& candidates) {
-  // A run that an earlier input brought already (e.g. a merged DB and one of its parts): refuse.
-  {
-    auto st = conn.prepare(
-        "SELECT s.id, s.started_at, s.host FROM src.runs s JOIN main.runs m ON m.started_at = s.started_at "
-        "AND m.host = s.host AND m.suite = s.suite AND m.ended_at IS s.ended_at AND "
-        "(SELECT params_json FROM src.iterations WHERE run_id = s.id ORDER BY id LIMIT 1) IS "
-        "(SELECT params_json FROM main.iterations WHERE run_id = m.id ORDER BY id LIMIT 1) LIMIT 1");
-    if (st.step())
-      throw std::runtime_error(fmt::format(
-          "db merge: run {} of {} (started {} on '{}') is already in the merge from an earlier input; merging it "
-          "again would double its iterations",
-          st.column_int64(0), path, st.column_text(1), st.column_text(2)));
-  }
   const std::int64_t off_run = scalar(conn, "SELECT MAX(id) FROM main.runs");
   const std::int64_t off_it = scalar(conn, "SELECT MAX(id) FROM main.iterations");
   const std::int64_t off_prop = scalar(conn, "SELECT MAX(id) FROM main.proposals");
@@ -285,7 +301,7 @@ MergeSummary merge_experiment_dbs(const std::string& out, const std::vector<std:
     if (fs::exists(out) && fs::equivalent(in, out))
       throw std::invalid_argument(fmt::format("db merge: the output {} is also an input", out));
   }
-  for (const auto& in : inputs) check_input(in);
+  check_runs_unique(inputs);  // also each input's schema version
   if (fs::exists(out)) {
     if (!force) throw std::invalid_argument(fmt::format("db merge: {} exists (pick a new file, or --force to replace it)", out));
     for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(out + suffix);

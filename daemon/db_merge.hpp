@@ -31,10 +31,11 @@ struct MergeSummary {
 /// - every copied iteration gets an iteration_sources row: source DB path, source run id, source iteration
 ///   id, the run's host;
 /// - champions are recomputed per suite and scope from the inputs' champions (merged_champion_rule below).
-/// Throws std::invalid_argument (nothing written) when there is no input, an input is missing or given
-/// twice, `out` exists and `force` is false, or `out` is an input; std::runtime_error naming the file when an
-/// input is not an attn-tuner DB or has another schema version (both versions named), or holds a run that
-/// an earlier input already brought (same started_at, host and suite: merging it again would double it).
+/// Throws std::invalid_argument (nothing written; `attn-tuner db merge` exits 2) when there is no input, an
+/// input is missing or given twice, `out` exists and `force` is false, `out` is an input, an input has another
+/// schema version (both versions named), or two inputs hold the same run (same started_at, host, suite, ended_at
+/// and first config: copies of one DB, or a merged DB and one of its parts; merging both would double it), all
+/// checked before `out` is touched; std::runtime_error naming the file when an input is not an attn-tuner DB.
 /// On any error after `out` was created, `out` is removed again.
 MergeSummary merge_experiment_dbs(const std::string& out, const std::vector<std::string>& inputs, bool force);
 

@@ -265,7 +265,7 @@ void Loop::evaluate(InFlight& job, GpuSlot& slot) {
       it.screen_ms = r.score_ms;
       const ScreenVerdict v = judge_screen(r.score_ms, best_screen_ms_, o_.ladder.cutoff);
       if (!best_screen_ms_ || r.score_ms < *best_screen_ms_) best_screen_ms_ = r.score_ms;
-      const std::string what = fmt::format("screened on {} with {} samples: {:.4f} ms, {}", screen_->describe(),
+      const std::string what = fmt::format("screened on {} with at most {} samples: {:.4f} ms, {}", screen_->describe(),
                                            o_.ladder.screen_max_samples, r.score_ms, v.reason);
       if (!v.promote) {
         it.status = IterationStatus::discard;

@@ -1,7 +1,5 @@
 #include "export/db_variant.hpp"
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -34,22 +32,6 @@ std::string read_text(const std::string& path, const std::string& what) {
   return ss.str();
 }
 
-/// A temporary folder, removed with its contents on destruction.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/attn-export-XXXXXX";
-    if (!::mkdtemp(tmpl)) throw std::runtime_error("export: cannot make a temporary folder");
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-};
-
 }  // namespace
 
 std::string export_variant_name(const std::string& template_name, std::int64_t iter) {
@@ -60,21 +42,14 @@ ExportVariant load_export_variant(const IterationRecord& it, const VariantRecord
                                   const std::vector<std::string>& scopes, bool allow_stale_source,
                                   const std::string& templates_dir, const std::optional<ProposalRecord>& proposal) {
   const std::int64_t iter = it.iter;
-  std::optional<TempDir> proposal_dir;
-  TemplateSpace space = [&] {
+  LoadedTemplate loaded = [&] {
     try {
-      if (proposal) {
-        proposal_dir.emplace();
-        return TemplateSpace::load(write_proposal_template(*proposal, proposal_dir->path));
-      }
-      return TemplateSpace::load_named(templates_dir, vr.template_name);
-    } catch (const std::exception& e) {
-      throw std::invalid_argument(fmt::format("iteration {}: template '{}' not usable from '{}': {}", iter,
-                                              vr.template_name,
-                                              proposal ? fmt::format("proposal {} in the DB", proposal->id) : templates_dir,
-                                              e.what()));
+      return load_template(vr.template_name, proposal, templates_dir);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(fmt::format("iteration {}: {}", iter, e.what()));
     }
   }();
+  const TemplateSpace& space = loaded.space;
   ExportVariant v;
   v.name = export_variant_name(vr.template_name, iter);
   v.template_name = vr.template_name;

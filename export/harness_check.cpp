@@ -137,6 +137,11 @@ std::vector<std::string> harness_argv(const HarnessInvocation& inv) {
   return a;
 }
 
+std::string harness_command(const std::string& submission_dir, const std::string& suite) {
+  return "python -m attention_kernel_challenge.cli eval-submission --submission-dir " + submission_dir + " --suite " +
+         suite + " --device cuda --serverlike";
+}
+
 std::optional<nlohmann::json> find_harness_summary(const std::string& out) {
   std::size_t p = out.size();
   while (p > 0) {

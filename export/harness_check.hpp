@@ -49,6 +49,10 @@ struct HarnessInvocation {
 
 /// The argument list after the python executable ("-m", "attention_kernel_challenge.cli", ...).
 std::vector<std::string> harness_argv(const HarnessInvocation& inv);
+/// The official harness's command as a person runs it in a checkout of the harness (the export's README.md,
+/// docs/export.md): "python -m attention_kernel_challenge.cli eval-submission --submission-dir DIR --suite S
+/// --device cuda --serverlike". harness_argv runs it with --backend local and --emit-json (the summary it reads).
+std::string harness_command(const std::string& submission_dir, const std::string& suite);
 
 /// What one harness run gave.
 struct HarnessRunResult {

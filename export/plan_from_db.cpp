@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/templates_dir.hpp"
+#include "db/suite_choice.hpp"
 #include "export/bucket_variants.hpp"
 #include "export/db_variant.hpp"
 #include "export/shape_rules.hpp"
@@ -49,16 +50,30 @@ std::string suites_with_champions(ExperimentDb& db) {
   return out.empty() ? "none" : out;
 }
 
+/// The suite to export: the rule of every read command (db/suite_choice.hpp); a DB without champions is refused
+/// first.
 std::string pick_suite(ExperimentDb& db, const std::string& requested) {
-  if (!requested.empty()) return requested;
-  std::set<std::string> suites;
-  for (const auto& c : db.champions()) suites.insert(c.suite);
-  if (suites.empty())
+  if (db.champions().empty())
     throw std::invalid_argument(fmt::format("{}: no champions yet (nothing to export; run `attn-tuner run` first)", db.path()));
-  if (suites.size() > 1)
-    throw std::invalid_argument(
-        fmt::format("{}: champions for several suites ({}): pass --suite", db.path(), suites_with_champions(db)));
-  return *suites.begin();
+  return resolve_suite(db, requested).suite;
+}
+
+/// provenance["idea"] of a variant whose template the idea queue installed (its proposal row is an idea's):
+/// id, file, the suite of the idea's run, status and verdict. docs/ideas.md, "An idea's template after its
+/// verdict": a champion is exported whatever its idea's verdict, and says so.
+void add_idea(ExperimentDb& db, nlohmann::json& p) {
+  if (!p.contains("proposal") || !p["proposal"].is_number_integer()) return;
+  const auto proposal = p["proposal"].get<std::int64_t>();
+  for (const auto& i : db.ideas()) {
+    if (i.proposal_id != proposal) continue;
+    const auto run = db.run(i.run_id);
+    p["idea"] = {{"id", i.id},
+                 {"file", i.file},
+                 {"suite", run ? run->suite : std::string()},
+                 {"status", i.status},
+                 {"verdict", i.verdict}};
+    return;
+  }
 }
 
 /// provenance: root_seed, tuned_ms (the score the variant was chosen with) and its latest held-out check.
@@ -149,6 +164,7 @@ ExportPlan build_export_plan(ExperimentDb& db, const DbExportOptions& options) {
     const Champion& c = *representative[i];
     plan.variants.push_back(load_export_variant(c.iteration, c.variant, scopes[i], options.allow_stale_source,
                                                 templates_dir, db.proposal_by_template(c.variant.template_name)));
+    add_idea(db, plan.variants.back().provenance);
     measured.push_back({c.variant.id, &c.iteration});
     // Same measure as the held-out score (the suite geomean): the A/B/A score of the overall champion,
     // the first-look geomean of a family-only champion.
@@ -180,6 +196,7 @@ ExportPlan build_export_plan(ExperimentDb& db, const DbExportOptions& options) {
         throw std::invalid_argument(fmt::format("iteration {}: variant {} missing or not compiled", iter, *it->variant_id));
       plan.variants.push_back(load_export_variant(*it, *variant, {"bucket"}, options.allow_stale_source,
                                                   templates_dir, db.proposal_by_template(variant->template_name)));
+      add_idea(db, plan.variants.back().provenance);
       measured.push_back({variant->id, &*it});
       add_tuned_and_holdout(db, *it, it->geomean_ms, plan.variants.back().provenance);
       return static_cast<int>(plan.variants.size()) - 1;

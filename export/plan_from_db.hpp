@@ -9,7 +9,7 @@
 namespace attn {
 
 struct DbExportOptions {
-  std::string suite;          ///< empty: the one suite with champions (an error when there are several)
+  std::string suite;          ///< empty: the read commands' rule (db/suite_choice.hpp: the only suite, else the latest run's)
   std::string templates_dir;  ///< empty: default_templates_dir()
   /// Export even when the template source (or NVRTC version / options) no longer hashes to the
   /// variant's content_hash, i.e. the shipped source may not be what the cubin was built from.
@@ -45,8 +45,8 @@ struct DbExportOptions {
 ///   when empty) goes to its bucket champion when one is exported for its bucket, else to its family
 ///   champion (the default when none), or to another exported variant measured faster on it by more than
 ///   override_margin; build_shape_rules makes them disjoint.
-/// Throws std::invalid_argument with a message for the user when there is no champion (no suite,
-/// several suites, no overall champion), when a champion's iteration or variant is missing, failed to
+/// Throws std::invalid_argument with a message for the user when there is no champion (none at all, none
+/// for the suite, an explicit suite without a run, no overall champion), when a champion's iteration or variant is missing, failed to
 /// compile, or has no cubin that can be found or rebuilt, when a template is missing, or when its
 /// source changed since the variant was compiled (unless allow_stale_source), or when bucket_margin is
 /// not in [0, 1).

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "export/encoding.hpp"
+#include "export/harness_check.hpp"
 
 namespace attn {
 namespace fs = std::filesystem;
@@ -131,9 +132,11 @@ std::string readme(const ExportPlan& plan) {
   }
   s += fmt::format(
       "\n{} dispatch rules (attn_tuner_dispatch.py); shapes no rule matches use the default variant.\n\n"
-      "Run the official harness on this directory (CUDA machine with torch):\n\n"
-      "    ../shared/harness/run_harness.sh HARNESS_DIR THIS_DIR {}\n",
-      plan.rules.size(), plan.suite);
+      "Run the official harness on this directory (THIS_DIR) from a checkout of "
+      "github.com/paradigmxyz/attention-kernel-challenge, on a CUDA machine with torch and triton:\n\n"
+      "    {}\n\n"
+      "(`attn-tuner export --harness HARNESS_DIR` runs it and records the result in the DB.)\n",
+      plan.rules.size(), harness_command("THIS_DIR", default_harness_suite(plan.suite)));
   return s;
 }
 

@@ -1,6 +1,8 @@
 // Proposed templates from their DB rows back to files.
 #include "tuner/proposal_template.hpp"
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -57,6 +59,32 @@ std::string write_proposal_template(const ProposalRecord& p, const std::string& 
   write_text_file((root / (p.template_name + ".cu")).string(), *p.source);
   write_text_file((root / (p.template_name + ".json")).string(), *p.space_json);
   return (root / (p.template_name + ".json")).string();
+}
+
+LoadedTemplate load_template(const std::string& name, const std::optional<ProposalRecord>& proposal,
+                             const std::string& templates_dir) {
+  LoadedTemplate t{TemplateSpace{}, std::nullopt, nullptr};
+  try {
+    if (!proposal) {
+      t.space = TemplateSpace::load_named(templates_dir, name);
+      return t;
+    }
+    t.proposal_id = proposal->id;
+    std::string tmpl = (fs::temp_directory_path() / "attn-template-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("cannot make a temporary folder for its files");
+    t.folder = std::shared_ptr<const std::string>(new std::string(tmpl), [](const std::string* dir) {
+      std::error_code ec;
+      fs::remove_all(*dir, ec);
+      delete dir;
+    });
+    t.space = TemplateSpace::load(write_proposal_template(*proposal, *t.folder));
+    return t;
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(fmt::format("template '{}' not usable from {}: {}", name,
+                                            proposal ? fmt::format("proposal {} in the DB", proposal->id)
+                                                     : "'" + templates_dir + "'",
+                                            e.what()));
+  }
 }
 
 }  // namespace attn

@@ -71,11 +71,12 @@ TemplateSpace as_recorded(TemplateSpace s, const ReplayTable& t, std::vector<std
 
 }  // namespace
 
-std::optional<double> ReplayTable::best_ms() const {
+std::optional<double> ReplayTable::best_ms(const std::vector<std::string>& only) const {
   std::optional<double> best;
   for (const auto& [name, configs] : templates)
-    for (const auto& [c, e] : configs)
-      if (e.full_ms && !e.failed && (!best || *e.full_ms < *best)) best = e.full_ms;
+    if (only.empty() || std::find(only.begin(), only.end(), name) != only.end())
+      for (const auto& [c, e] : configs)
+        if (e.full_ms && !e.failed && (!best || *e.full_ms < *best)) best = e.full_ms;
   return best;
 }
 
@@ -112,8 +113,12 @@ double ReplayTable::estimated_screen_cost(int screen_samples) const {
 }
 
 ReplaySummary replay(const ReplayTable& table, const std::vector<TemplateSpace>& current, const ReplayOptions& o) {
-  const auto best = table.best_ms();
-  if (!best) throw std::invalid_argument(fmt::format("replay: {} has no whole-suite score for suite {}", table.source, table.suite));
+  std::vector<std::string> names;
+  for (const auto& s : current) names.push_back(s.name());
+  const auto best = table.best_ms(names);
+  if (!best)
+    throw std::invalid_argument(fmt::format("replay: {} has no whole-suite score for suite {} in the replayed templates",
+                                            table.source, table.suite));
   for (const auto& s : current)
     if (!table.templates.count(s.name()))
       throw std::invalid_argument(fmt::format("replay: template {} has no iterations in {} (suite {})", s.name(),

@@ -39,8 +39,9 @@ struct ReplayTable {
   /// Mean timing samples per case of the whole-suite rows (for the screen's cost estimate).
   double full_samples = 0;
 
-  /// The best whole-suite score over every template, or nullopt when none.
-  std::optional<double> best_ms() const;
+  /// The best whole-suite score over the templates named in `only` (every template when empty), or nullopt
+  /// when none: a replay's target is the best of the templates it replays.
+  std::optional<double> best_ms(const std::vector<std::string>& only = {}) const;
   /// Screen score of an entry: measured when present, else simulated from its per-case medians of the
   /// screen cases (geomean over families, the harness rule on one case each), else nullopt.
   std::optional<double> screen_of(const ReplayEntry& e) const;
@@ -50,7 +51,7 @@ struct ReplayTable {
   double estimated_screen_cost(int screen_samples) const;
 };
 
-/// Loads every finished iteration of `suite` (empty: the suite of the latest run) from the DB: keep and
+/// Loads every finished iteration of `suite` (empty: the read commands' rule, db/suite_choice.hpp) from the DB: keep and
 /// discard rows with their scores, crash rows as failed, the variants' resources, the screen cases from
 /// the latest run's suite_json. Throws std::invalid_argument when the suite has no iterations.
 ReplayTable load_replay_table(ExperimentDb& db, const std::string& suite = "");
@@ -103,7 +104,7 @@ struct Quartiles {
 /// The curve of one setting over its seeds.
 struct ReplaySummary {
   ReplayOptions options;
-  double best_ms = 0;        ///< the DB's best (the target)
+  double best_ms = 0;        ///< the DB's best among the replayed templates (the target)
   std::size_t space = 0;     ///< valid configs of the replayed templates (as the DB was recorded: see replay())
   std::size_t answered = 0;  ///< of them, configs the DB has an answer for
   /// "template PARAM" of each parameter pinned to its default because no DB config names it (replay()).
@@ -120,11 +121,12 @@ struct ReplaySummary {
 /// Replays `options.strategy` on the templates of `spaces` (their current JSON spaces; round-robin over
 /// templates as the daemon's MultiSearch) against `table`, once per seed. At full fidelity every proposal
 /// costs 1; on the ladder a screen costs screen_cost and a config whose screen is within the cut-off of
-/// the best screen so far costs 1 more. A parameter added to a template after the DB was recorded (one that
+/// the best screen so far costs 1 more. The target (ReplaySummary::best_ms) is the best whole-suite score of
+/// the replayed templates. A parameter added to a template after the DB was recorded (one that
 /// no DB config of the template names) is pinned to its default (TemplateSpace::pin_to_default, on a copy),
 /// and DB configs are looked up completed with the space's defaults (TemplateSpace::complete): an older DB
 /// replays the space it was recorded in, and `space` counts that space. Throws std::invalid_argument when
-/// the table has no whole-suite score or a space's template is not in the table.
+/// the replayed templates have no whole-suite score or a space's template is not in the table.
 ReplaySummary replay(const ReplayTable& table, const std::vector<TemplateSpace>& spaces, const ReplayOptions& options);
 
 /// The summary as text (one block per setting) and as JSON (for docs and scripts).

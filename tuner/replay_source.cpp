@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "db/store.hpp"
+#include "db/suite_choice.hpp"
 #include "tuner/replay.hpp"
 
 namespace attn {
@@ -205,12 +206,7 @@ std::optional<std::int64_t> csv_int(const std::string& s, const std::string& whe
 }  // namespace
 
 ReplayTable load_replay_table(ExperimentDb& db, const std::string& suite_in) {
-  std::string suite = suite_in;
-  if (suite.empty()) {
-    const auto runs = db.runs();
-    if (runs.empty()) throw std::invalid_argument(fmt::format("replay: {} has no runs", db.path()));
-    suite = runs.back().suite;
-  }
+  const std::string suite = resolve_suite(db, suite_in).suite;
   const auto screen = screen_cases_of(db, suite);
   const auto rows = rows_from_db(db, suite, screen);
   if (rows.empty())

@@ -164,10 +164,19 @@ TEST(ScaleOut, ShardRunsMergeIntoOneDbWithNothingLostOrDoubled) {
   const Output twice = run("db merge '" + s1.dir + "/m2.db' '" + s0.db + "' '" + s0.db + "'");
   EXPECT_EQ(twice.code, 2);
   EXPECT_NE(twice.text.find("given twice"), std::string::npos) << twice.text;
+  // A run in two inputs (a merged DB and one of its parts; two copies of one DB) is refused before OUT is made,
+  // exit 2 as every bad input (issue 42: it used to copy for a minute first, then exit 1).
   const Output doubled = run("db merge '" + s1.dir + "/m3.db' '" + out + "' '" + s0.db + "'");
-  EXPECT_EQ(doubled.code, 1);
-  EXPECT_NE(doubled.text.find("already in the merge"), std::string::npos) << doubled.text;
-  EXPECT_FALSE(fs::exists(s1.dir + "/m3.db"));  // removed again
+  EXPECT_EQ(doubled.code, 2);
+  EXPECT_NE(doubled.text.find("is also run 1 of " + out), std::string::npos) << doubled.text;
+  EXPECT_NE(doubled.text.find("of " + s0.db), std::string::npos) << doubled.text;
+  EXPECT_FALSE(fs::exists(s1.dir + "/m3.db"));
+  const std::string copy = s1.dir + "/copy.db";
+  fs::copy_file(s0.db, copy);
+  const Output copies = run("db merge '" + s1.dir + "/m4.db' '" + s0.db + "' '" + copy + "'");
+  EXPECT_EQ(copies.code, 2);
+  EXPECT_NE(copies.text.find("the inputs hold the same run (copies of one DB"), std::string::npos) << copies.text;
+  EXPECT_FALSE(fs::exists(s1.dir + "/m4.db"));
   const std::string old = s1.dir + "/v3.db";
   fs::copy_file(s1.db, old);
   {
@@ -176,7 +185,7 @@ TEST(ScaleOut, ShardRunsMergeIntoOneDbWithNothingLostOrDoubled) {
                        db::kSchemaVersion));  // one version older
   }
   const Output version = run("db merge --force '" + out + "' '" + s0.db + "' '" + old + "'");
-  EXPECT_EQ(version.code, 1);
+  EXPECT_EQ(version.code, 2);
   EXPECT_NE(version.text.find(fmt::format("{} has schema version {}, this attn-tuner merges version {} only", old,
                                           db::kSchemaVersion - 1, db::kSchemaVersion)),
             std::string::npos)

@@ -172,7 +172,8 @@ TEST(ExportFromDb, BadInputIsAClearErrorAndWritesNothing) {
   f.champion(ChampionScope::sliding_window, iter);  // a family champion but no overall one
   expect_cli_error("--db " + shell_quote(f.path()), out, "no overall champion for suite 'full'");
   f.champion(ChampionScope::overall, iter);
-  expect_cli_error("--db " + shell_quote(f.path()) + " --suite quick", out, "no overall champion for suite 'quick'");
+  expect_cli_error("--db " + shell_quote(f.path()) + " --suite quick", out,
+                   "has no run of suite quick (suites there: full (run 1))");
   expect_cli_error("--db " + shell_quote(f.path()) + " --templates " + shell_quote(scratch), out,
                    "template 'fa2_mma' not usable");
   // The non-empty --out check comes first, before the DB is read.
@@ -217,7 +218,7 @@ TEST(ExportFromDb, ChampionsThatCannotBeExportedAreRefused) {
     f.champion(ChampionScope::overall, iter);
     EXPECT_THROW(build_export_plan(f.db(), {}), std::invalid_argument);
   }
-  {  // Champions for two suites and no --suite.
+  {  // Champions for two suites and no --suite: the latest run's suite (db/suite_choice.hpp), as every read command.
     DbFixture f;
     const auto iter = f.add_iteration(base, fake_cubin(4), [](const CaseSpec&) { return 1.0; });
     f.champion(ChampionScope::overall, iter);
@@ -235,11 +236,12 @@ TEST(ExportFromDb, ChampionsThatCannotBeExportedAreRefused) {
     it.geomean_ms = 1.0;
     f.db().finish_iteration(it);
     f.db().set_champion({"quick", ChampionScope::overall, it.iter, 1.0, ""});
-    try {
+    try {  // quick, the latest run's: its champion has no variant
       build_export_plan(f.db(), {});
       ADD_FAILURE() << "expected an error";
     } catch (const std::invalid_argument& e) {
-      EXPECT_NE(std::string(e.what()).find("pass --suite"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("champion 'overall' of suite 'quick'"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("no compiled variant"), std::string::npos) << e.what();
     }
     DbExportOptions quick;
     quick.suite = "quick";

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "export/encoding.hpp"
+#include "export/harness_check.hpp"
 #include "export/writer.hpp"
 #include "tests/export/check_submission_py.hpp"
 #include "tests/export/helpers.hpp"
@@ -49,6 +50,13 @@ TEST_F(ExportWriter, HandMadePlanPassesTheHarnessRulesAndRoundTripsCubins) {
   EXPECT_EQ(test::read_file(out + "/kernels/fa2_mma_i7.cu.txt"), plan.variants[1].source);
   const std::string submission = test::read_file(out + "/submission.py");
   EXPECT_EQ(submission.find("fa2_mma_i9.cu.txt"), std::string::npos);
+  // The README names the official harness's command (issue 38 item 5), not a path of this repository's setup.
+  const std::string readme = test::read_file(out + "/README.md");
+  EXPECT_NE(readme.find("    python -m attention_kernel_challenge.cli eval-submission --submission-dir THIS_DIR --suite " +
+                        default_harness_suite(plan.suite) + " --device cuda --serverlike\n"),
+            std::string::npos)
+      << readme;
+  EXPECT_EQ(readme.find("run_harness.sh"), std::string::npos) << readme;
 
   const std::string decoded = test::temp_dir("export-decoded");
   const auto report = check_dir(out, decoded);

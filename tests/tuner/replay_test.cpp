@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -14,6 +15,7 @@
 #include "db/store.hpp"
 #include "tests/test_support.hpp"
 #include "tests/tuner/tuner_fixtures.hpp"
+#include "tuner/proposal_template.hpp"
 #include "tuner/replay.hpp"
 #include "tuner/space.hpp"
 
@@ -353,6 +355,61 @@ TEST(Replay, DbAndCsvSourcesAgree) {
     EXPECT_NE(std::string(e.what()).find("bad.csv:2"), std::string::npos) << e.what();
   }
   EXPECT_THROW(load_replay_table(db, "broad"), std::invalid_argument);
+}
+
+// Issue 42: a replay's target is the best of the templates it replays, not of one it left out (the research DB's
+// best on quick was an idea template's; `--template fa3_tma` chased it and could never reach it).
+TEST(Replay, TheTargetIsTheBestOfTheReplayedTemplates) {
+  const auto space = test::tile_space(test::temp_dir("replay"));
+  auto table = tile_table(space);
+  ReplayEntry faster;  // another template, twice as fast as anything of tile
+  faster.full_ms = 0.5;
+  table.templates["tile_p1"].emplace(Config{{"X", 1}}, faster);
+  EXPECT_DOUBLE_EQ(*table.best_ms(), 0.5);
+  EXPECT_DOUBLE_EQ(*table.best_ms({"tile"}), 1.0);
+  ReplayOptions o;
+  o.strategy = "exhaustive";
+  o.seeds = 1;
+  const auto sum = replay(table, {space}, o);
+  EXPECT_DOUBLE_EQ(sum.best_ms, 1.0);
+  ASSERT_EQ(sum.reached.size(), 3u);
+  EXPECT_EQ(sum.reached[0], 1u);  // reached: before, 0.5 was out of reach and no target was ever met
+}
+
+// A template of the proposer hook or the idea queue lives only in the DB: load_template writes it from its proposal
+// row into a temporary folder that goes with the last copy (export and replay read templates this way).
+TEST(Replay, LoadTemplateTakesAProposalsTemplateFromItsRowAndCleansUp) {
+  const std::string dir = test::temp_dir("load-template");
+  const auto space = test::tile_space(dir);
+  ProposalRecord p;
+  p.id = 7;
+  p.template_name = "tile_p7";
+  p.source = "// proposed\n#include \"blocks/x.cuh\"\n";
+  p.space_json = test::space_json("tile_p7", R"("BLOCK_M": {"values": [64, 128]})", "", R"({"BLOCK_M": 64})");
+  p.headers_json = R"({"blocks/x.cuh": "// header\n"})";
+  std::string folder;
+  {
+    const auto t = load_template("tile_p7", p, "/nonexistent");
+    EXPECT_EQ(t.proposal_id, std::optional<std::int64_t>(7));
+    ASSERT_TRUE(t.folder);
+    folder = *t.folder;
+    EXPECT_EQ(t.space.name(), "tile_p7");
+    EXPECT_EQ(t.space.parameters().size(), 1u);
+    EXPECT_EQ(test::read_text(t.space.source_path()), *p.source);
+    EXPECT_EQ(test::read_text(folder + "/blocks/x.cuh"), "// header\n");
+  }
+  EXPECT_FALSE(std::filesystem::exists(folder));
+  const auto plain = load_template("tile", std::nullopt, dir);  // no proposal: the templates folder
+  EXPECT_FALSE(plain.proposal_id);
+  EXPECT_FALSE(plain.folder);
+  EXPECT_EQ(plain.space.parameters().size(), 4u);
+  try {
+    load_template("tile_p8", std::nullopt, dir);
+    ADD_FAILURE() << "expected an error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("template 'tile_p8' not usable from '" + dir + "'"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace
