@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "core/templates_dir.hpp"
 #include "db/store.hpp"
 #include "gpu/compiler.hpp"
 #include "proposer/champion_template.hpp"

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "core/templates_dir.hpp"
 #include "daemon/loop.hpp"
 #include "daemon/pid_lock.hpp"
 #include "daemon/stale_worker.hpp"
@@ -52,7 +53,7 @@ bool Loop::collect_idea_agent(bool wait) {
   }
   agent_queued_none_ = r.queued.empty();
   say(r.summary);
-  if (!r.queued.empty()) ideas_scanned_ = {};  // the queue now
+  if (!r.queued.empty()) ideas_.look_now();  // the queue now
   return true;
 }
 

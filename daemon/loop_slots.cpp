@@ -226,6 +226,7 @@ void Loop::gpu_loop(GpuSlot& slot, std::unique_lock<std::mutex>& lock) {
       slot.state = "idle";
       cv_.wait_for(lock, milliseconds(200));
       continue;
+    }
     if (inflight_.empty() && ideas_.current() && busy_ == 0) {  // its check is still running: wait for it, not the end
       slot.state = "idle";
       cv_.wait_for(lock, milliseconds(200));

@@ -70,8 +70,8 @@ void add_idea(ExperimentDb& db, nlohmann::json& p) {
     p["idea"] = {{"id", i.id},
                  {"file", i.file},
                  {"suite", run ? run->suite : std::string()},
-                 {"status", i.status},
-                 {"verdict", i.verdict}};
+                 {"status", to_string(i.status)},
+                 {"verdict", to_string(i.verdict)}};
     return;
   }
 }

@@ -6,20 +6,16 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "db/suite_choice.hpp"
 #include "tuner/proposal_template.hpp"
 
 namespace attn {
 
 std::string champion_suite(ExperimentDb& db, const std::string& requested) {
-  if (!requested.empty()) return requested;
-  std::set<std::string> suites;
-  for (const auto& c : db.champions())
-    if (c.scope == ChampionScope::overall) suites.insert(c.suite);
-  if (suites.empty()) throw std::invalid_argument(fmt::format("{}: no champion yet (run `attn-tuner run` first)", db.path()));
-  if (suites.size() > 1)
-    throw std::invalid_argument(fmt::format("{}: champions of several suites ({}): pass --suite", db.path(),
-                                            fmt::join(suites, ", ")));
-  return *suites.begin();
+  // The read commands' one suite rule (db/suite_choice.hpp); its note, where it picked among several, on stderr.
+  const SuiteChoice choice = resolve_suite(db, requested);
+  if (!choice.note.empty()) fmt::print(stderr, "{}\n", choice.note);
+  return choice.suite;
 }
 
 ChampionTemplate load_champion_template(ExperimentDb& db, const std::string& suite_requested,

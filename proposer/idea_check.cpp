@@ -161,11 +161,11 @@ IdeaCheckReport check_idea_file(const std::string& name, const std::string& byte
   // internal linkage: _ZN..._INTERNAL_..._fa3_tma_cu_...), so the daemon's <root>_p<id>.cu builds another cubin
   // from the same code. Under the parent's name, equal code is an equal cubin.
   const IdeaApplied applied = apply_idea(idea, parent, o.work_dir, parent.name(), compiler);
-  if (!applied.broken_kind.empty()) {
-    const IdeaCheckCode code = applied.broken_kind == "does_not_apply" ? IdeaCheckCode::does_not_apply
-                               : applied.broken_kind == "compile"      ? IdeaCheckCode::compile
-                               : applied.broken_kind == "bad_input"    ? IdeaCheckCode::bad_input
-                                                                       : IdeaCheckCode::proposal;
+  if (applied.broken_kind != IdeaBrokenKind::none) {
+    const IdeaCheckCode code = applied.broken_kind == IdeaBrokenKind::does_not_apply ? IdeaCheckCode::does_not_apply
+                               : applied.broken_kind == IdeaBrokenKind::compile      ? IdeaCheckCode::compile
+                               : applied.broken_kind == IdeaBrokenKind::bad_input    ? IdeaCheckCode::bad_input
+                                                                                     : IdeaCheckCode::proposal;
     fail(code, applied.reason);
     if (applied.check.compiled && !applied.check.compiled->ok) {
       const std::string& log = applied.check.compiled->log;

@@ -285,10 +285,10 @@ std::string champion_profile_markdown(ExperimentDb& db, const std::string& suite
 std::string ideas_tried_tsv(const std::vector<IdeaRecord>& ideas) {
   std::string s = "idea\tfile\tdescription\thypothesis\tparent\tverdict\tbroken_kind\tdelta_pct\tnoise_pct\tconfigs\treason\n";
   for (const auto& i : ideas) {
-    if (i.status != "done" || i.verdict.empty()) continue;
+    if (i.status != IdeaStatus::done || i.verdict == IdeaVerdict::none) continue;
     s += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n", i.id, tsv_text(i.file), tsv_text(i.description),
-                     tsv_text(i.hypothesis), tsv_text(i.parent_template), i.verdict,
-                     i.broken_kind.empty() ? "-" : i.broken_kind, opt_num(i.delta_pct, "{:.2f}"),
+                     tsv_text(i.hypothesis), tsv_text(i.parent_template), to_string(i.verdict),
+                     i.broken_kind == IdeaBrokenKind::none ? "-" : to_string(i.broken_kind), opt_num(i.delta_pct, "{:.2f}"),
                      opt_num(i.noise_pct, "{:.2f}"), i.configs, tsv_text(i.reason));
   }
   return s;
@@ -334,7 +334,7 @@ IdeaContextSummary write_idea_context(const std::string& dir, ExperimentDb& db, 
   write_text_file((root / "ideas_tried.tsv").string(), ideas_tried_tsv(ideas));
   std::size_t judged = 0;
   for (const auto& i : ideas) {
-    if (i.status != "done" || i.verdict.empty() || i.file.empty()) continue;
+    if (i.status != IdeaStatus::done || i.verdict == IdeaVerdict::none || i.file.empty()) continue;
     ++judged;
     std::string name = fs::path(i.file).filename().string();
     if (fs::path(name).extension() != ".idea") name += ".idea";

@@ -142,10 +142,10 @@ TEST(IdeaAgent, SeveralCallsOfAWholeRunQueueTheirIdeasWithProvenance) {
   EXPECT_EQ(written[0].text, kWin);
   EXPECT_EQ(written[2].call_id, calls[3].id);
   for (const auto& w : written) ASSERT_TRUE(by_file.count(w.queued_as)) << w.queued_as;
-  EXPECT_EQ(by_file["agent1_a_win.idea"].verdict, "win") << by_file["agent1_a_win.idea"].reason;
+  EXPECT_EQ(by_file["agent1_a_win.idea"].verdict, IdeaVerdict::win) << by_file["agent1_a_win.idea"].reason;
   EXPECT_EQ(by_file["agent1_a_win.idea"].idea_hash, written[0].idea_hash);
-  EXPECT_EQ(by_file["agent1_b_bad.idea"].broken_kind, "bad_input");
-  EXPECT_EQ(by_file["agent4_d_stack.idea"].verdict, "win") << by_file["agent4_d_stack.idea"].reason;
+  EXPECT_EQ(by_file["agent1_b_bad.idea"].broken_kind, IdeaBrokenKind::bad_input);
+  EXPECT_EQ(by_file["agent4_d_stack.idea"].verdict, IdeaVerdict::win) << by_file["agent4_d_stack.idea"].reason;
   EXPECT_EQ(by_file["agent4_d_stack.idea"].parent_template, by_file["agent1_a_win.idea"].template_name);
   EXPECT_FALSE(by_file.count("agent2_c_outside.idea")) << "a call that wrote outside queues nothing";
   EXPECT_NE(out.text.find("idea agent: `sh "), std::string::npos) << out.text;
