@@ -2,6 +2,7 @@
 //   idea check FILE     what the daemon does with an idea file before any GPU time, and what its cubins predict
 //   idea context        the author's kit from a DB: the parent template, the champion, the rules, the ideas
 //                       tried, the champion's profile
+//   idea import FILES   ideas an agent wrote from a kit outside the daemon, recorded as an idea agent call
 #include <unistd.h>
 
 #include <filesystem>
@@ -16,6 +17,7 @@
 #include "proposer/champion_template.hpp"
 #include "proposer/idea_check.hpp"
 #include "proposer/idea_context.hpp"
+#include "proposer/idea_import.hpp"
 #include "tuner/proposal_template.hpp"
 
 namespace attn {
@@ -132,6 +134,24 @@ void run_context(const ContextCliOptions& o) {
   }
 }
 
+struct ImportCliOptions {
+  std::string db_path;
+  IdeaImportRequest req;
+};
+
+void run_import(ImportCliOptions& o) {
+  auto db = ExperimentDb::open(o.db_path);
+  IdeaImportResult r;
+  try {
+    r = import_agent_ideas(db, o.req);
+  } catch (const std::invalid_argument& e) {
+    throw CliError(e.what());
+  }
+  fmt::print("idea agent call {} recorded in {}: {} idea(s){}\n", r.call_id, o.db_path, r.queued_as.size(),
+             o.req.queue_dir.empty() ? " (recorded only)" : " queued in " + o.req.queue_dir);
+  for (const auto& q : r.queued_as) fmt::print("  {}\n", q);
+}
+
 }  // namespace
 
 void add_idea_command(CLI::App& app) {
@@ -174,6 +194,18 @@ void add_idea_command(CLI::App& app) {
                                                "profile/trace/ (the DB holds no trace)");
   context->add_option("--cache", x->cache_dir, "compile cache folder, where the champion's cubin is looked for or built");
   context->callback([x] { run_context(*x); });
+
+  auto m = std::make_shared<ImportCliOptions>();
+  auto* import = idea->add_subcommand(
+      "import", "record ideas that an agent wrote from a kit outside the daemon as a call of the idea agent (its "
+                "kit's files, its ideas; the record `run --idea-agent` leaves), and queue them under their own names");
+  import->add_option("files", m->req.files, "the agent's *.idea files")->required();
+  import->add_option("--db", m->db_path, "the experiment DB (the call joins its latest run)")->required()->check(CLI::ExistingFile);
+  import->add_option("--kit", m->req.kit_dir, "the kit as the agent saw it (`idea context`'s folder)")->required();
+  import->add_option("--agent", m->req.agent, "who wrote the ideas and how, e.g. \"helper agent d, softmax focus\"")->required();
+  import->add_option("--queue", m->req.queue_dir, "the idea queue (`run --ideas DIR`) to copy them into; without it they "
+                                                  "are only recorded (already queued under these names)");
+  import->callback([m] { run_import(*m); });
 }
 
 }  // namespace attn

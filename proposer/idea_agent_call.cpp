@@ -25,17 +25,6 @@ namespace {
 
 constexpr std::size_t kOutputBytes = 64 * 1024;
 
-/// The kit's text files, {"relative path": text}, for the record of what the agent saw.
-nlohmann::json kit_files(const fs::path& kit) {
-  nlohmann::json j = nlohmann::json::object();
-  std::vector<fs::path> files;
-  for (const auto& e : fs::recursive_directory_iterator(kit))
-    if (e.is_regular_file()) files.push_back(e.path());
-  std::sort(files.begin(), files.end());
-  for (const auto& f : files) j[fs::relative(f, kit).string()] = read_text_file(f.string());
-  return j;
-}
-
 std::string self_binary() {
   std::error_code ec;
   const auto p = fs::read_symlink("/proc/self/exe", ec);
@@ -62,6 +51,16 @@ its parent; a win becomes the parent of the next ones.
 }
 
 }  // namespace
+
+std::string kit_files_json(const std::string& kit) {
+  nlohmann::json j = nlohmann::json::object();
+  std::vector<fs::path> files;
+  for (const auto& e : fs::recursive_directory_iterator(kit))
+    if (e.is_regular_file()) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) j[fs::relative(f, kit).string()] = read_text_file(f.string());
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 bool IdeaAgentOptions::due(std::size_t pending, bool has_champion, double since_last_s, bool last_queued_none) const {
   if (!enabled() || !has_champion || pending >= min_queued) return false;
@@ -117,7 +116,7 @@ IdeaAgentResult run_idea_agent_call(const IdeaAgentOptions& o, const IdeaAgentRe
   const std::string check = fmt::format("{} idea check --templates {} --template {}", self_binary(),
                                         (kit / "template").string(), root);
   write_text_file((kit / "AGENT.md").string(), agent_md(rec.id, o, root, check));
-  rec.context_json = kit_files(kit).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  rec.context_json = kit_files_json(kit.string());
   finish_idea_agent_call(db, rec);  // the kit as the agent sees it, recorded before it runs
 
   // The watched set, as for the proposer (proposer/proposal_round.cpp).

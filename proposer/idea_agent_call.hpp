@@ -51,6 +51,10 @@ struct IdeaAgentResult {
 /// <that>/N/agent.log.
 std::string idea_agent_dir_for(const std::string& db_path);
 
+/// The files under `kit` (recursively) as {"path relative to kit": text}, dumped as JSON (invalid UTF-8
+/// replaced): the record of the kit an agent saw (idea_agent_calls.context_json). Throws on an unreadable file.
+std::string kit_files_json(const std::string& kit);
+
 /// The queue file name of idea file `file` of call `call_id`: "agent<call_id>_<file>" (".idea" appended when
 /// missing).
 std::string agent_queue_name(std::int64_t call_id, const std::string& file);
