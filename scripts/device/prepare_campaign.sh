@@ -6,6 +6,7 @@
 #   kit_full_as_the_agents_saw_it.tar.xz (the kit, one folder `kit`), agents.tsv (agent letter, who and how, and
 #   "queue" or "recorded": recorded = already judged under these names, not queued again) and the *.idea files;
 #   agent_<letter>_*.idea files are that agent's, every other *.idea of a "queue" campaign is queued as it is.
+#   ONLY="g h": only these agents (ideas that came after the leg started), nothing else queued.
 set -euo pipefail
 export BUILD_NAME=build
 source scripts/device/env.sh
@@ -17,11 +18,12 @@ for c in "$@"; do
   queue=(); [[ $mode == queue ]] && queue=(--queue runs/queue)
   while IFS=$'\t' read -r letter who; do
     [[ $letter == mode || -z $letter ]] && continue
+    [[ -n ${ONLY:-} && " $ONLY " != *" $letter "* ]] && continue
     files=("$c"/agent_"${letter}"_*.idea)
     [[ -e ${files[0]} ]] || continue
     attn-tuner idea import --db runs/attn-tuner.db --kit "$kit/kit" --agent "$who" "${queue[@]}" "${files[@]}"
   done <"$c/agents.tsv"
-  if [[ $mode == queue ]]; then
+  if [[ $mode == queue && -z ${ONLY:-} ]]; then
     for f in "$c"/*.idea; do [[ $(basename "$f") == agent_* ]] || cp "$f" runs/queue/; done
   fi
   rm -rf "$kit"
