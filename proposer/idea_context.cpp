@@ -165,6 +165,9 @@ control, and the tuner explores the new axis against it. What keeps it identical
 A win becomes the parent of the next idea of its lineage; an idea written against an older parent must
 still apply to the new one:
 - keep hunks small, with their usual three lines of context, away from lines other ideas change;
+- give each hunk context that occurs once in its file: where a win kept the old code under `#else`, the same
+  lines occur twice, and patch may apply a hunk to the other copy on the new parent (it builds, it passes the
+  check, and its configs come out `wrong_result`); check it against the current champion (`--db`);
 - prefer a new axis (default off) over a plain code change: the tuner can turn it off where it does not pay;
 - name the `Template:` (`{root}`), not a proposal's name; write `Retry: yes` to have it judged again on a
   new parent after a verdict on an older one;
