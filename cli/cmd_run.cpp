@@ -131,9 +131,17 @@ void add_run_command(CLI::App& app) {
                   "one worker per GPU: all (every GPU NVML sees) or indices such as 0,1 (default: one worker, GPU 0)");
   cmd->add_option("--shard", *shard,
                   "tune only shard i of N of every template's configs, e.g. 0/4 (Slurm job arrays; docs/scale-out.md)");
+  auto db_sync = std::make_shared<std::string>("normal");
+  cmd->add_option("--db-sync", *db_sync,
+                  "normal: the DB syncs its log at checkpoints (a killed daemon loses no finished iteration, a power "
+                  "loss may lose the last ones) | full: a sync at every commit, two an iteration (docs/daemon.md)")
+      ->check(CLI::IsMember({"normal", "full"}))
+      ->capture_default_str();
   cmd->add_option("--worker-exe", *worker_exe, "program to run as the GPU worker (tests); default: this binary")->group("");
   cmd->add_flag("--detach", *detach, "run in the background: pid file <db>.pid, log <db>.log");
-  cmd->callback([o, budget, iterations, detach, worker_exe, compile_procs, fidelity, no_holdout, proposer, gpus, shard] {
+  cmd->callback([o, budget, iterations, detach, worker_exe, compile_procs, fidelity, no_holdout, proposer, gpus, shard,
+                 db_sync] {
+    o->db_sync_full = *db_sync == "full";
     try {
       if (!gpus->empty()) o->gpus = parse_gpus(*gpus);
       if (!shard->empty()) o->shard = parse_shard(*shard);

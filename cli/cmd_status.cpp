@@ -126,12 +126,13 @@ void print_status(const std::string& db_path, const std::string& suite, bool as_
     fmt::print("configs: {} screened out ({:.0f}/hour), {} evaluated on the whole suite ({:.0f}/hour)\n",
                p.screened_out, elapsed > 0 ? p.screened_out / elapsed * 3600 : 0.0, p.full_evaluations,
                elapsed > 0 ? p.full_evaluations / elapsed * 3600 : 0.0);
-  if (live_ok && live.contains("gpus") && live["gpus"].size() > 1) {  // one worker per GPU (--gpus)
+  if (live_ok && live.contains("gpus")) {  // each GPU's worker (one per GPU with --gpus)
     for (const auto& g : live["gpus"]) {
       const std::string uuid = g.value("uuid", "");
-      fmt::print("GPU {}{}: {}, {} iterations ({:.0f} configs/hour), {} worker restart(s)\n", g.value("index", 0),
-                 uuid.empty() ? "" : " (" + uuid + ")", g.value("state", "?"), g.value("iterations", 0),
-                 g.value("rate_per_hour", 0.0), g.value("restarts", 0));
+      fmt::print("GPU {}{}: {}, {} iterations ({:.0f} configs/hour), busy {:.1f} % ({:.0f} s), {} worker restart(s)\n",
+                 g.value("index", 0), uuid.empty() ? "" : " (" + uuid + ")", g.value("state", "?"),
+                 g.value("iterations", 0), g.value("rate_per_hour", 0.0), 100 * g.value("busy_share", 0.0),
+                 g.value("busy_s", 0.0), g.value("restarts", 0));
     }
   }
   if (const auto pool = live_ok ? live.value("compile_pool", nlohmann::json()) : nlohmann::json();

@@ -81,7 +81,7 @@ struct GpuSlot {
   std::int64_t cases_gen = -1;   // which generation of the tuning cases its worker holds (seed rotation)
   std::string state = "starting";
   std::int64_t iterations = 0, restarts = 0;
-  double busy_ms = 0;            // wall time spent evaluating
+  double busy_ms = 0;            // wall time its worker spent on eval requests (Loop::eval_on)
   WorkerRecord record;           // its current worker (the <db>.worker file lists every slot's)
 };
 
@@ -287,6 +287,8 @@ class Loop {
   /// A finished call: its crash iteration logged, its template joins the search. `wait`: wait for a running
   /// call (the run's end). True when a new template joined.
   bool collect_proposal(bool wait = false);
+  /// `req` on `slot`'s worker with the loop's lock released; its wall time counts as the GPU's busy time.
+  EvalResponse eval_on(GpuSlot& slot, const EvalRequest& req, milliseconds deadline);
   /// A/B/A re-timing of a validated variant: timing only.
   std::optional<Measured> retime(const Contender& c);
   void report_throughput();

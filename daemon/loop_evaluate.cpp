@@ -1,6 +1,7 @@
 // One iteration of the tuning loop (daemon/loop.hpp): the compile result, the ladder's screen, the whole
 // suite, the champion challenge (A/B/A re-timing, held-out check) and promotion, logged to the DB.
 #include <algorithm>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -66,7 +67,7 @@ HoldoutResult Loop::eval_on_holdout(GpuSlot& slot, const Contender& c) {
   const auto t0 = Clock::now();
   const EvalRequest req{c.cubin_path, c.kernel, o_.timing, true, true, {}};
   const auto deadline = eval_deadline();
-  const EvalResponse r = unlocked(mu_, [&] { return slot.worker->eval(req, deadline); });
+  const EvalResponse r = eval_on(slot, req, deadline);
   holdout_ms_ += r.wall_ms > 0 ? r.wall_ms : seconds_since(t0) * 1000;
   for (const auto& cr : r.cases) h.cases.push_back(to_record(cr));
   if (r.status.ok() && r.score_ms > 0) {
@@ -184,11 +185,7 @@ void Loop::evaluate(InFlight& job, GpuSlot& slot) {
     ideas_.on_finished(tname, 0.0);
     return;
   }
-  it.iter = db_.begin_iteration(it);
-  slot.state = fmt::format("evaluating iter {}", it.iter);
-  write_status(slots_.size() > 1 ? fmt::format("iter {} on GPU {}: {} {}", it.iter, slot.gpu.index, tname, config_to_compact(cfg))
-                                 : fmt::format("iter {}: {} {}", it.iter, tname, config_to_compact(cfg)));
-
+  slot.state = "waiting for its compile";
   CompiledVariant cv = unlocked(mu_, [&] { return job.compiled.get(); });
   // A header that could not be read is the file system's fault, not the config's: compile again a few
   // times (an editor or a sync rewriting the folder), then stop the run with the reason; the config
@@ -197,7 +194,7 @@ void Loop::evaluate(InFlight& job, GpuSlot& slot) {
     const CompileRequest req = compile_request(tname, cfg);  // under mu_: it reads the search state
     cv = unlocked(mu_, [&] {
       return compiler_.retry_transient(std::move(cv), req, [&](int attempt, const auto& last) {
-        spdlog::warn("iter {}: {}; compiling again in {} s ({}/{})", it.iter, compile_error_line(last.log),
+        spdlog::warn("{} {}: {}; compiling again in {} s ({}/{})", tname, config_to_compact(cfg), compile_error_line(last.log),
                      Compiler::kTransientWait.count(), attempt, Compiler::kTransientRetries);
       });
     });
@@ -219,8 +216,13 @@ void Loop::evaluate(InFlight& job, GpuSlot& slot) {
   vr.spill_bytes = cv.resources.spill_stores + cv.resources.spill_loads;
   vr.cubin_path = cv.cubin_path;
   vr.cubin_hash = cv.cubin_hash;
-  it.variant_id = db_.upsert_variant(vr);
-  db_.set_iteration_variant(it.iter, *it.variant_id);
+  // The iteration begins once its config compiled, with its variant, in one commit (the loop's DB writes are
+  // two commits an iteration: this and finish()); a kill before it loses only this config in flight, which the
+  // resumed search proposes again.
+  std::tie(it.iter, it.variant_id) = db_.begin_iteration_with_variant(it, vr);
+  slot.state = fmt::format("evaluating iter {}", it.iter);
+  write_status(slots_.size() > 1 ? fmt::format("iter {} on GPU {}: {} {}", it.iter, slot.gpu.index, tname, config_to_compact(cfg))
+                                 : fmt::format("iter {}: {} {}", it.iter, tname, config_to_compact(cfg)));
   it.compile_ms = cv.cache_hit ? 0.0 : cv.compile_ms;
   const std::string head = fmt::format("{} [{}]", job.proposal.proposal.move, tname);
 
@@ -256,7 +258,7 @@ void Loop::evaluate(InFlight& job, GpuSlot& slot) {
   if (screened) {  // the ladder's first rung: the screen cases, few samples
     const EvalRequest req{cv.cubin_path, kernels_.at(tname), screen_timing(o_.timing, o_.ladder), true, true,
                           screen_->case_ids};
-    r = unlocked(mu_, [&] { return slot.worker->eval(req, deadline); });
+    r = eval_on(slot, req, deadline);
     note_sm_clock(it, r);
     const double ms = r.wall_ms > 0 ? r.wall_ms : seconds_since(t0) * 1000;
     *it.gpu_ms += ms;
@@ -282,7 +284,7 @@ void Loop::evaluate(InFlight& job, GpuSlot& slot) {
   if (it.fidelity == Fidelity::full) {
     t0 = Clock::now();
     const EvalRequest req{cv.cubin_path, kernels_.at(tname), o_.timing, true, true};
-    r = unlocked(mu_, [&] { return slot.worker->eval(req, deadline); });
+    r = eval_on(slot, req, deadline);
     note_sm_clock(it, r);
     const double ms = r.wall_ms > 0 ? r.wall_ms : seconds_since(t0) * 1000;
     *it.gpu_ms += ms;
@@ -372,12 +374,19 @@ void Loop::evaluate(InFlight& job, GpuSlot& slot) {
   }
 }
 
+EvalResponse Loop::eval_on(GpuSlot& slot, const EvalRequest& req, milliseconds deadline) {
+  const auto t0 = Clock::now();
+  EvalResponse r = unlocked(mu_, [&] { return slot.worker->eval(req, deadline); });
+  slot.busy_ms += seconds_since(t0) * 1000;
+  return r;
+}
+
 std::optional<Measured> Loop::retime(const Contender& c) {
   GpuSlot& slot = *challenge_slot_;
   ensure_cases(slot);
   const EvalRequest req{c.cubin_path, c.kernel, o_.timing, false, true};
   const auto deadline = eval_deadline();
-  const EvalResponse r = unlocked(mu_, [&] { return slot.worker->eval(req, deadline); });
+  const EvalResponse r = eval_on(slot, req, deadline);
   if (!r.status.ok() || !(r.score_ms > 0)) {
     if (!r.status.ok() && !r.status.rejected && r.status.failure != FailureKind::device_limit) restart_worker(slot);
     spdlog::warn("re-timing iter {} failed: {} {}", c.iter, r.status.name(), r.status.message);

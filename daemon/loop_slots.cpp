@@ -256,10 +256,8 @@ void Loop::gpu_loop(GpuSlot& slot, std::unique_lock<std::mutex>& lock) {
     struct Done {  // also when evaluate throws
       Loop& loop;
       GpuSlot& slot;
-      Clock::time_point t0 = Clock::now();
       ~Done() {
         --loop.busy_;
-        slot.busy_ms += seconds_since(t0) * 1000;
         slot.state = "idle";
         loop.cv_.notify_all();
       }

@@ -74,6 +74,7 @@ Loop::Loop(const RunOptions& o, StopRequest& stop)
       tsv_path_(tsv_path_of(o)),
       compiler_(compiler_options(o)),
       pool_(compiler_, o.compile_jobs ? o.compile_jobs : std::max(1u, std::thread::hardware_concurrency())) {
+  db_.set_sync_full(o.db_sync_full);
   make_slots();
   cases_ = o.manifest.empty() ? builtin_suite(o.suite, o.root_seed) : suite_from_manifest_file(o.manifest);
   setup_seeds_and_fidelity();
@@ -232,7 +233,8 @@ nlohmann::json Loop::gpus_status() const {
                     {"iterations", s->iterations},
                     {"rate_per_hour", s->iterations / hours},
                     {"restarts", s->restarts},
-                    {"busy_s", s->busy_ms / 1000}});
+                    {"busy_s", s->busy_ms / 1000},
+                    {"busy_share", s->busy_ms / 1000 / std::max(1e-9, seconds_since(started_))}});
   return list;
 }
 
@@ -265,6 +267,11 @@ void Loop::report_throughput() {
                   compile_ms_ / 1000, pool_.threads(),
                   compiler_.procs_stats() ? fmt::format(" and {} compile worker processes", compiler_.procs_stats()->procs)
                                           : std::string(" in the daemon's process")));
+  std::string busy;
+  for (const auto& s : slots_)
+    busy += fmt::format("{}GPU {} {:.1f} % ({:.1f} s)", busy.empty() ? "" : ", ", s->gpu.index,
+                        100 * s->busy_ms / 1000 / std::max(wall, 1e-9), s->busy_ms / 1000);
+  say("GPU busy (its worker evaluating, share of the run's wall time): " + busy);
 }
 
 }  // namespace tuning

@@ -66,6 +66,10 @@ struct RunOptions {
   std::vector<GpuSpec> gpus;
   /// Only this shard of every template's valid configs (tuner/shard.hpp; Slurm job arrays). None = all.
   std::optional<Shard> shard;
+  /// How the DB's commits reach the disk (ExperimentDb::set_sync_full, `--db-sync`): false (normal, the default)
+  /// syncs the write-ahead log at checkpoints only: a killed daemon loses no finished iteration, an OS crash or a
+  /// power loss may lose the last ones. true (full): a sync at every commit (two an iteration).
+  bool db_sync_full = false;
 };
 
 /// How a run ended.

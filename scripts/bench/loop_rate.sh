@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The tuning loop's own rate on the CPU (issue 38): the daemon with N fake GPUs (tests/daemon/fake_worker.py,
+# ATTN_TUNER_FAKE_GPUS) on tests/data/fake_templates/fake_wide.json (1,080 healthy configs) whose cubins are all in
+# the cache beforehand, so that compiles and evaluations take next to nothing and what is left is the loop's serial
+# work (DB, iters.tsv, status, the search). Each run: a fresh DB, strategy random, the ladder; prints iterations/s of
+# the run (its iterations over their first start to last finish, from the DB) for each N of GPU_COUNTS.
+# usage: scripts/bench/loop_rate.sh [BUILD_DIR] [extra run args...]
+#   environment: GPU_COUNTS (default "1 2 4 8"), BUDGET (20s), SUITE (full: the ladder screens most configs), BENCH_DIR (/tmp/attn-loop-rate), ATTN_TUNER_BIN (a binary
+#   other than BUILD_DIR/attn-tuner, e.g. a copy of the one before a change)
+set -euo pipefail
+build=${1:-build}; shift || true
+root=$(cd "$(dirname "$0")/../.." && pwd)
+bin=${ATTN_TUNER_BIN:-$root/$build/attn-tuner}
+dir=${BENCH_DIR:-/tmp/attn-loop-rate}
+templates=$root/tests/data/fake_templates
+mkdir -p "$dir"
+# The cache once: NVRTC for every config (about 50 ms each on one core), never timed.
+"$bin" compile --templates "$templates" --template fake_wide --all --cache "$dir/cache" >"$dir/prewarm.log" 2>&1 ||
+  { echo "prewarm failed: $dir/prewarm.log"; exit 1; }
+grep '^summary' "$dir/prewarm.log"
+printf "%-5s %10s %12s %s\n" gpus iterations "iters/s" "GPU busy (the run's end summary)"
+for n in ${GPU_COUNTS:-1 2 4 8}; do
+  db=$dir/gpus_$n.db
+  rm -f "$db" "$db"-* "$dir/gpus_$n.tsv"
+  gpus=$(seq -s, 0 $((n - 1)))
+  ATTN_TUNER_FAKE_GPUS=$n "$bin" run --db "$db" --tsv "$dir/gpus_$n.tsv" --suite "${SUITE:-full}" --templates "$templates" \
+    --template fake_wide --strategy random --worker-exe "$root/tests/daemon/fake_worker.py" --cache "$dir/cache" \
+    --budget "${BUDGET:-20s}" --gpus "$gpus" "$@" >"$dir/gpus_$n.log" 2>&1 || { echo "run failed: $dir/gpus_$n.log"; exit 1; }
+  rate=$("$bin" query sql --db "$db" --format tsv "SELECT count(*), printf('%.1f', count(*) / ((julianday(max(finished_at)) - \
+julianday(min(started_at))) * 86400.0)) FROM iterations WHERE run_id = (SELECT max(id) FROM runs)" | tail -1)
+  busy=$(sed -n 's/^GPU busy ([^)]*): //p' "$dir/gpus_$n.log")
+  printf "%-5s %10s %12s %s\n" "$n" "$(cut -f1 <<<"$rate")" "$(cut -f2 <<<"$rate")" "$busy"
+done
