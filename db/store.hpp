@@ -156,10 +156,16 @@ class ExperimentDb {
   /// an unknown or ended run, an unknown variant, an empty suite/template or malformed params_json.
   std::int64_t begin_iteration(const IterationRecord& it);
   /// upsert_variant(`variant`) and begin_iteration(`it` with that variant) in ONE transaction (one commit, where
-  /// the two calls make two): the tuning loop begins an iteration once its config compiled. Returns (iter,
-  /// variant id); throws as the two do, and then writes nothing.
+  /// the two calls make two): the tuning loop begins an iteration once its config compiled. With `spare_of`, the
+  /// iteration is a spare evaluation of the config that iteration `spare_of` screened (a `spare_evaluations` row
+  /// in the same transaction). Returns (iter, variant id); throws as the two do (and for an unknown `spare_of`),
+  /// and then writes nothing.
   std::pair<std::int64_t, std::int64_t> begin_iteration_with_variant(const IterationRecord& it,
-                                                                     const VariantRecord& variant);
+                                                                     const VariantRecord& variant,
+                                                                     std::optional<std::int64_t> spare_of = {});
+  /// The spare evaluations (iteration -> the screen iteration of its config), in iteration order; empty for a
+  /// file older than version 10.
+  std::vector<std::pair<std::int64_t, std::int64_t>> spare_evaluations();
   /// Attaches the compiled variant to a running iteration.
   void set_iteration_variant(std::int64_t iter, std::int64_t variant_id);
   /// Finishes running iteration `it.iter` in ONE transaction: status, failure_kind, scores,
