@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <map>
 #include <regex>
+#include <set>
 
 #include <gtest/gtest.h>
 
+#include "daemon/db_merge.hpp"
 #include "daemon/next_job.hpp"
 #include "db/store.hpp"
 #include "tests/daemon/daemon_harness.hpp"
@@ -123,6 +125,47 @@ TEST(SpareGpu, FastCompilesLeaveNoSpareTime) {
   EXPECT_EQ(db.iterations().size(), 18u);
   EXPECT_TRUE(db.spare_evaluations().empty()) << out.text;
   EXPECT_NE(out.text.find("spare GPU time: 0 whole-suite evaluations"), std::string::npos) << out.text;
+}
+
+TEST(SpareGpu, MergeCopiesSpareEvaluationsWithTheIterationsNewIds) {
+  // Two DBs each with a screen iteration and its spare evaluation; merged, each spare row names the merged
+  // iterations of the same configs.
+  const std::string dir = test::temp_dir("spare-merge");
+  std::vector<std::string> inputs;
+  for (const std::string c : {"1", "2"}) {
+    inputs.push_back(dir + "/in" + c + ".db");
+    auto db = ExperimentDb::open(inputs.back());
+    RunRecord rr;
+    rr.suite = "full";
+    rr.strategy = "random";
+    rr.templates = {"fake_wide"};
+    rr.suite_json = "[]";
+    const auto run = db.begin_run(rr);
+    VariantRecord v;
+    v.template_name = "fake_wide";
+    v.params_json = R"({"A":4,"B":2,"C":)" + c + R"(,"F":0})";
+    v.content_hash = std::string(31, '0') + c;
+    v.compile_ok = true;
+    IterationRecord it;
+    it.run_id = run;
+    it.suite = "full";
+    it.template_name = "fake_wide";
+    it.params_json = v.params_json;
+    const auto [screened, vid] = db.begin_iteration_with_variant(it, v);
+    db.begin_iteration_with_variant(it, v, screened);
+    db.end_run(run, RunStatus::finished);
+  }
+  merge_experiment_dbs(dir + "/merged.db", inputs, false);
+  auto db = ExperimentDb::open(dir + "/merged.db", ExperimentDb::Mode::read_only);
+  const auto spares = db.spare_evaluations();
+  ASSERT_EQ(spares.size(), 2u);
+  std::set<std::string> configs;
+  for (const auto& [iter, screened] : spares) {
+    EXPECT_NE(iter, screened);
+    EXPECT_EQ(db.iteration(iter)->params, db.iteration(screened)->params);
+    configs.insert(db.iteration(iter)->params);
+  }
+  EXPECT_EQ(configs, (std::set<std::string>{"A=4,B=2,C=1,F=0", "A=4,B=2,C=2,F=0"}));
 }
 
 }  // namespace
