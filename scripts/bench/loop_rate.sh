@@ -7,7 +7,8 @@
 # GPU's busy share (the end summary) for each N of GPU_COUNTS.
 # usage: scripts/bench/loop_rate.sh [BUILD_DIR] [extra run args...]
 #   environment: GPU_COUNTS (default "1 2 4 8"), BUDGET (20s), SUITE (full: the ladder screens most configs), BENCH_DIR (/tmp/attn-loop-rate), ATTN_TUNER_BIN (a binary
-#   other than BUILD_DIR/attn-tuner, e.g. a copy of the one before a change)
+#   other than BUILD_DIR/attn-tuner, e.g. a copy of the one before a change), SLOW_SYNC_US (each fsync / fdatasync of the
+#   daemon waits that long first: scripts/bench/slow_sync.c, built with cc into BENCH_DIR)
 set -euo pipefail
 build=${1:-build}; shift || true
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -19,12 +20,18 @@ mkdir -p "$dir"
 "$bin" compile --templates "$templates" --template fake_wide --all --cache "$dir/cache" >"$dir/prewarm.log" 2>&1 ||
   { echo "prewarm failed: $dir/prewarm.log"; exit 1; }
 grep '^summary' "$dir/prewarm.log"
+preload=
+if [[ -n ${SLOW_SYNC_US:-} ]]; then
+  cc -O2 -shared -fPIC -o "$dir/slow_sync.so" "$root/scripts/bench/slow_sync.c" -ldl
+  preload="LD_PRELOAD=$dir/slow_sync.so SLOW_SYNC_US=$SLOW_SYNC_US"
+  echo "every fsync / fdatasync of the daemon waits $SLOW_SYNC_US us"
+fi
 printf "%-5s %10s %12s %s\n" gpus iterations "iters/s" "GPU busy (the run's end summary)"
 for n in ${GPU_COUNTS:-1 2 4 8}; do
   db=$dir/gpus_$n.db
   rm -f "$db" "$db"-* "$dir/gpus_$n.tsv"
   gpus=$(seq -s, 0 $((n - 1)))
-  ATTN_TUNER_FAKE_GPUS=$n "$bin" run --db "$db" --tsv "$dir/gpus_$n.tsv" --suite "${SUITE:-full}" --templates "$templates" \
+  env $preload ATTN_TUNER_FAKE_GPUS=$n "$bin" run --db "$db" --tsv "$dir/gpus_$n.tsv" --suite "${SUITE:-full}" --templates "$templates" \
     --template fake_wide --strategy random --worker-exe "$root/tests/daemon/fake_worker.py" --cache "$dir/cache" \
     --budget "${BUDGET:-20s}" --gpus "$gpus" "$@" >"$dir/gpus_$n.log" 2>&1 || { echo "run failed: $dir/gpus_$n.log"; exit 1; }
   # Spare evaluations (docs/daemon.md) are not configs; a DB older than schema 10 has none.
