@@ -110,6 +110,13 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--holdout-seed", o->holdout_seed, "held-out root seed (never tuned on) that confirms champions")
       ->capture_default_str();
   cmd->add_flag("--no-holdout", *no_holdout, "promote champions without the held-out check");
+  auto no_spare = std::make_shared<bool>(false);
+  cmd->add_flag("--no-spare-evals", *no_spare,
+                "give a GPU that no compiled config waits for nothing to do, rather than whole-suite evaluations of "
+                "the best screened-out configs (docs/daemon.md)");
+  cmd->add_option("--spare-cutoff", o->spare_cutoff,
+                  "spare evaluations: screened-out configs within this fraction of the best screen")
+      ->capture_default_str();
   proposer->add(cmd, o->proposer);
   cmd->add_option("--ideas", o->ideas.dir,
                   "idea queue: a folder the daemon watches for *.idea files (a diff of the templates + a one-line "
@@ -131,9 +138,18 @@ void add_run_command(CLI::App& app) {
                   "one worker per GPU: all (every GPU NVML sees) or indices such as 0,1 (default: one worker, GPU 0)");
   cmd->add_option("--shard", *shard,
                   "tune only shard i of N of every template's configs, e.g. 0/4 (Slurm job arrays; docs/scale-out.md)");
+  auto db_sync = std::make_shared<std::string>("normal");
+  cmd->add_option("--db-sync", *db_sync,
+                  "normal: the DB syncs its log at checkpoints (a killed daemon loses no finished iteration, a power "
+                  "loss may lose the last ones) | full: a sync at every commit, two an iteration (docs/daemon.md)")
+      ->check(CLI::IsMember({"normal", "full"}))
+      ->capture_default_str();
   cmd->add_option("--worker-exe", *worker_exe, "program to run as the GPU worker (tests); default: this binary")->group("");
   cmd->add_flag("--detach", *detach, "run in the background: pid file <db>.pid, log <db>.log");
-  cmd->callback([o, budget, iterations, detach, worker_exe, compile_procs, fidelity, no_holdout, proposer, gpus, shard] {
+  cmd->callback([o, budget, iterations, detach, worker_exe, compile_procs, fidelity, no_holdout, proposer, gpus, shard,
+                 db_sync, no_spare] {
+    o->db_sync_full = *db_sync == "full";
+    o->spare_evals = !*no_spare;
     try {
       if (!gpus->empty()) o->gpus = parse_gpus(*gpus);
       if (!shard->empty()) o->shard = parse_shard(*shard);

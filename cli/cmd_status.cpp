@@ -106,6 +106,8 @@ void print_status(const std::string& db_path, const std::string& suite, bool as_
                         {"champion", champ_it ? nlohmann::json(*champ_it) : nlohmann::json()},
                         {"shard", live_ok ? live.value("shard", nlohmann::json()) : nlohmann::json()},
                         {"gpus", live_ok && live.contains("gpus") ? live["gpus"] : nlohmann::json::array()},
+                        {"spare_evaluations", live_ok ? live.value("spare_evaluations", 0) : 0},
+                        {"spare_gpu_s", live_ok ? live.value("spare_gpu_s", 0.0) : 0.0},
                         {"compile_pool", live_ok ? live.value("compile_pool", nlohmann::json()) : nlohmann::json()},
                         {"idea", live_ok ? live.value("idea", nlohmann::json()) : nlohmann::json()},
                         {"idea_queue", live_ok ? live.value("idea_queue", "") : ""},
@@ -126,12 +128,16 @@ void print_status(const std::string& db_path, const std::string& suite, bool as_
     fmt::print("configs: {} screened out ({:.0f}/hour), {} evaluated on the whole suite ({:.0f}/hour)\n",
                p.screened_out, elapsed > 0 ? p.screened_out / elapsed * 3600 : 0.0, p.full_evaluations,
                elapsed > 0 ? p.full_evaluations / elapsed * 3600 : 0.0);
-  if (live_ok && live.contains("gpus") && live["gpus"].size() > 1) {  // one worker per GPU (--gpus)
+  if (live_ok && live.value("spare_evals_on", false))
+    fmt::print("spare GPU time: {} whole-suite evaluations of screened-out near misses, {:.0f} s of GPU time, {} kept\n",
+               live.value("spare_evaluations", 0), live.value("spare_gpu_s", 0.0), live.value("spare_kept", 0));
+  if (live_ok && live.contains("gpus")) {  // each GPU's worker (one per GPU with --gpus)
     for (const auto& g : live["gpus"]) {
       const std::string uuid = g.value("uuid", "");
-      fmt::print("GPU {}{}: {}, {} iterations ({:.0f} configs/hour), {} worker restart(s)\n", g.value("index", 0),
-                 uuid.empty() ? "" : " (" + uuid + ")", g.value("state", "?"), g.value("iterations", 0),
-                 g.value("rate_per_hour", 0.0), g.value("restarts", 0));
+      fmt::print("GPU {}{}: {}, {} iterations ({:.0f} configs/hour), busy {:.1f} % ({:.0f} s), {} worker restart(s)\n",
+                 g.value("index", 0), uuid.empty() ? "" : " (" + uuid + ")", g.value("state", "?"),
+                 g.value("iterations", 0), g.value("rate_per_hour", 0.0), 100 * g.value("busy_share", 0.0),
+                 g.value("busy_s", 0.0), g.value("restarts", 0));
     }
   }
   if (const auto pool = live_ok ? live.value("compile_pool", nlohmann::json()) : nlohmann::json();

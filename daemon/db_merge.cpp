@@ -244,6 +244,12 @@ void merge_one(sqlite::Connection& conn, const std::string& path, MergeSummary& 
       "json_each(aba_json, '$.looks') l)) WHERE {1}json_type(aba_json, '$.looks') = 'array' ELSE 0 END",
       off_it, this_input));
 
+  // Spare evaluations (schema 10, docs/daemon.md): both iterations remapped.
+  copy_rows(conn, "spare_evaluations",
+            {{"iteration_id", plus("iteration_id", off_it)},
+             {"screened_iteration_id", plus("screened_iteration_id", off_it)}},
+            "ORDER BY s.iteration_id");
+
   // The idea agent's calls and the idea files they wrote (schema 9, docs/ideas.md): run, champion iteration and
   // call ids remapped, the parent template renamed with its proposal; the queue names (ideas.file) are kept.
   const std::int64_t off_agent = scalar(conn, "SELECT MAX(id) FROM main.idea_agent_calls");

@@ -59,6 +59,15 @@ struct InFlight {
   TemplateProposal proposal;
   std::shared_future<CompiledVariant> compiled;
   bool sibling = false;  // refill() counts the compile pool's work by the others
+  /// A spare evaluation (Loop::take_spare): the whole suite for the config that this screen iteration screened out.
+  std::optional<std::int64_t> spare_of;
+};
+
+/// A screened-out near miss that spare GPU time may evaluate on the whole suite (RunOptions::spare_evals).
+struct ScreenedNearMiss {
+  TemplateProposal proposal;
+  std::int64_t iter = 0;  // its screen iteration
+  CompiledVariant cv;     // its compile, without the cubin's bytes (the worker reads cv.cubin_path)
 };
 
 /// What an idea's judging starts from (Loop::pick_idea_contenders), copied out of the search state.
@@ -81,7 +90,8 @@ struct GpuSlot {
   std::int64_t cases_gen = -1;   // which generation of the tuning cases its worker holds (seed rotation)
   std::string state = "starting";
   std::int64_t iterations = 0, restarts = 0;
-  double busy_ms = 0;            // wall time spent evaluating
+  double busy_ms = 0;            // wall time its worker spent on eval requests (Loop::eval_on)
+  double spare_ms = 0;           // of which on spare evaluations
   WorkerRecord record;           // its current worker (the <db>.worker file lists every slot's)
 };
 
@@ -147,6 +157,11 @@ class Loop {
   std::vector<CaseSpec> holdout_cases_;
   std::unique_ptr<HoldoutChecker> holdout_;
   std::int64_t screened_out_ = 0, full_evals_ = 0;  // this run
+  // Spare GPU time (RunOptions::spare_evals): this run's screened-out near misses, best screen first; the spare
+  // evaluations done, those kept (a new champion), and their GPU time (ms).
+  std::multimap<double, ScreenedNearMiss> near_misses_;
+  std::int64_t spare_evals_ = 0, spare_kept_ = 0;
+  double spare_ms_ = 0;
   IdeaSession ideas_;  // the idea queue's state (daemon/loop_ideas.cpp does its I/O, docs/ideas.md)
 
   // The idea agent (daemon/idea_agent.cpp): a call running beside the tuning while the queue runs low.
@@ -262,8 +277,14 @@ class Loop {
   /// One GPU's share of the loop: take the next compiled proposal, evaluate it on this GPU, repeat. With
   /// nothing to take while other GPUs still evaluate (their results may open new proposals), it waits.
   void gpu_loop(GpuSlot& slot, std::unique_lock<std::mutex>& lock);
-  /// Logs one finished iteration: DB (one transaction), iters.tsv, search state, progress line.
-  void finish(IterationRecord& it, const Config& cfg, GpuSlot& slot);
+  /// Logs one finished iteration: DB (one transaction), iters.tsv, search state, progress line. A spare evaluation
+  /// (`spare`) counts apart from the run's configs.
+  void finish(IterationRecord& it, const Config& cfg, GpuSlot& slot, bool spare = false);
+  /// A spare evaluation is due: a near miss is left that is still within the spare cut-off of the best screen and
+  /// whose cubin is still in the cache (the others are dropped).
+  bool spare_due();
+  /// The best near miss as a job for the whole suite (call when spare_due()).
+  InFlight take_spare();
   /// The SM clock an iteration was timed at: the median of its cases' clocks (the hello's when none said).
   static void note_sm_clock(IterationRecord& it, const EvalResponse& r);
   /// A champion's cubin compiled again from its config (a DB resumed on a machine without the cubin: the
@@ -287,6 +308,8 @@ class Loop {
   /// A finished call: its crash iteration logged, its template joins the search. `wait`: wait for a running
   /// call (the run's end). True when a new template joined.
   bool collect_proposal(bool wait = false);
+  /// `req` on `slot`'s worker with the loop's lock released; its wall time counts as the GPU's busy time.
+  EvalResponse eval_on(GpuSlot& slot, const EvalRequest& req, milliseconds deadline);
   /// A/B/A re-timing of a validated variant: timing only.
   std::optional<Measured> retime(const Contender& c);
   void report_throughput();

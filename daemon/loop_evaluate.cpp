@@ -1,6 +1,7 @@
 // One iteration of the tuning loop (daemon/loop.hpp): the compile result, the ladder's screen, the whole
 // suite, the champion challenge (A/B/A re-timing, held-out check) and promotion, logged to the DB.
 #include <algorithm>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -66,7 +67,7 @@ HoldoutResult Loop::eval_on_holdout(GpuSlot& slot, const Contender& c) {
   const auto t0 = Clock::now();
   const EvalRequest req{c.cubin_path, c.kernel, o_.timing, true, true, {}};
   const auto deadline = eval_deadline();
-  const EvalResponse r = unlocked(mu_, [&] { return slot.worker->eval(req, deadline); });
+  const EvalResponse r = eval_on(slot, req, deadline);
   holdout_ms_ += r.wall_ms > 0 ? r.wall_ms : seconds_since(t0) * 1000;
   for (const auto& cr : r.cases) h.cases.push_back(to_record(cr));
   if (r.status.ok() && r.score_ms > 0) {
@@ -118,27 +119,33 @@ std::pair<HoldoutResult, HoldoutResult> Loop::eval_holdout_pair(const Contender&
   return out;
 }
 
-void Loop::finish(IterationRecord& it, const Config& cfg, GpuSlot& slot) {
+void Loop::finish(IterationRecord& it, const Config& cfg, GpuSlot& slot, bool spare) {
   SearchState& st = search_.state(it.template_name);  // looked up now: a proposal may have added a template
   db_.finish_iteration(it);
-  ++slot.iterations;
+  if (!spare) ++slot.iterations;
   std::string tsv_note;
   if (tsv_.write(*db_.iteration(it.iter), tsv_note) != ItersTsvWriter::Outcome::appended) spdlog::warn("{}", tsv_note);
   st.record(cfg, outcome_of(it));
   if (it.fidelity == Fidelity::screen && it.status == IterationStatus::discard) ++screened_out_;
-  if (it.fidelity == Fidelity::full && it.geomean_ms && it.status != IterationStatus::crash) ++full_evals_;
+  if (spare) {
+    ++spare_evals_;
+    if (it.status == IterationStatus::keep) ++spare_kept_;
+  } else if (it.fidelity == Fidelity::full && it.geomean_ms && it.status != IterationStatus::crash) {
+    ++full_evals_;
+  }
   if (it.geomean_ms && it.status != IterationStatus::crash) {
     const auto champ = st.champion();
     if (!champ || *it.geomean_ms < champ->score_ms) st.set_champion(cfg);
   }
   if (proposal_of_.count(it.template_name)) retire_if_broken(it.template_name, st);
   ideas_.on_finished(it.template_name, it.gpu_ms.value_or(0.0));
-  ++summary_.iterations;
+  if (!spare) ++summary_.iterations;
   const double rate = summary_.iterations / std::max(1e-9, seconds_since(started_)) * 3600;
   const auto& best = champions_.overall();
   const double hours = std::max(1e-9, seconds_since(started_)) / 3600;
   say(fmt::format("iter {:>4} {:<11} {:>8} ms  best {:>8} ms  {:>5.0f} it/h (screened out {:.0f}/h, full {:.0f}/h)  {} {}  {}",
-                  it.iter, it.fidelity == Fidelity::screen ? "screened" : to_string(it.status),
+                  it.iter, it.fidelity == Fidelity::screen ? "screened" : spare ? fmt::format("spare {}", to_string(it.status))
+                                                                                : std::string(to_string(it.status)),
                   format_ms(it.geomean_ms ? it.geomean_ms : it.screen_ms),
                   best ? format_ms(best->measured.score_ms) : "-", rate, screened_out_ / hours, full_evals_ / hours,
                   it.template_name, it.params, it.description));
@@ -179,16 +186,13 @@ void Loop::evaluate(InFlight& job, GpuSlot& slot) {
   it.description = job.proposal.proposal.move;
   it.root_seed = root_seed_;
   if (const auto p = proposal_of_.find(tname); p != proposal_of_.end()) it.proposal_id = p->second;
-  if (db_.has_evaluated(tname, it.params_json, suite_label_)) {  // another daemon on this DB got there first
+  const bool spare = job.spare_of.has_value();  // its config has a screen row: evaluated again on purpose
+  if (!spare && db_.has_evaluated(tname, it.params_json, suite_label_)) {  // another daemon on this DB got there first
     search_.state(tname).record(cfg, Outcome::failed(-1, "evaluated in an earlier run"));
     ideas_.on_finished(tname, 0.0);
     return;
   }
-  it.iter = db_.begin_iteration(it);
-  slot.state = fmt::format("evaluating iter {}", it.iter);
-  write_status(slots_.size() > 1 ? fmt::format("iter {} on GPU {}: {} {}", it.iter, slot.gpu.index, tname, config_to_compact(cfg))
-                                 : fmt::format("iter {}: {} {}", it.iter, tname, config_to_compact(cfg)));
-
+  slot.state = "waiting for its compile";
   CompiledVariant cv = unlocked(mu_, [&] { return job.compiled.get(); });
   // A header that could not be read is the file system's fault, not the config's: compile again a few
   // times (an editor or a sync rewriting the folder), then stop the run with the reason; the config
@@ -197,7 +201,7 @@ void Loop::evaluate(InFlight& job, GpuSlot& slot) {
     const CompileRequest req = compile_request(tname, cfg);  // under mu_: it reads the search state
     cv = unlocked(mu_, [&] {
       return compiler_.retry_transient(std::move(cv), req, [&](int attempt, const auto& last) {
-        spdlog::warn("iter {}: {}; compiling again in {} s ({}/{})", it.iter, compile_error_line(last.log),
+        spdlog::warn("{} {}: {}; compiling again in {} s ({}/{})", tname, config_to_compact(cfg), compile_error_line(last.log),
                      Compiler::kTransientWait.count(), attempt, Compiler::kTransientRetries);
       });
     });
@@ -206,7 +210,7 @@ void Loop::evaluate(InFlight& job, GpuSlot& slot) {
     throw std::runtime_error(fmt::format("template {}: {} (after {} retries; restore the file and resume with the "
                                          "same command)", tname, compile_error_line(cv.log), Compiler::kTransientRetries));
   if (!cv.cache_hit) compile_ms_ += cv.compile_ms;
-  if (!job.sibling) queue_siblings(job.proposal, cv);  // the same cubin with other values of its patchable parameters
+  if (!job.sibling && !spare) queue_siblings(job.proposal, cv);  // the same cubin with other values of its patchable parameters
   VariantRecord vr;
   vr.template_name = tname;
   vr.params_json = it.params_json;
@@ -219,8 +223,13 @@ void Loop::evaluate(InFlight& job, GpuSlot& slot) {
   vr.spill_bytes = cv.resources.spill_stores + cv.resources.spill_loads;
   vr.cubin_path = cv.cubin_path;
   vr.cubin_hash = cv.cubin_hash;
-  it.variant_id = db_.upsert_variant(vr);
-  db_.set_iteration_variant(it.iter, *it.variant_id);
+  // The iteration begins once its config compiled, with its variant, in one commit (the loop's DB writes are
+  // two commits an iteration: this and finish()); a kill before it loses only this config in flight, which the
+  // resumed search proposes again.
+  std::tie(it.iter, it.variant_id) = db_.begin_iteration_with_variant(it, vr, job.spare_of);
+  slot.state = fmt::format("evaluating iter {}", it.iter);
+  write_status(slots_.size() > 1 ? fmt::format("iter {} on GPU {}: {} {}", it.iter, slot.gpu.index, tname, config_to_compact(cfg))
+                                 : fmt::format("iter {}: {} {}", it.iter, tname, config_to_compact(cfg)));
   it.compile_ms = cv.cache_hit ? 0.0 : cv.compile_ms;
   const std::string head = fmt::format("{} [{}]", job.proposal.proposal.move, tname);
 
@@ -229,13 +238,13 @@ void Loop::evaluate(InFlight& job, GpuSlot& slot) {
     it.failure_kind = cv.error;
     it.description = head + (cv.error == FailureKind::compile ? "; compile error: " + compile_error_line(cv.log)
                                                               : "; compile " + std::string(to_string(cv.error)) + ": " + cv.log);
-    return finish(it, cfg, slot);
+    return finish(it, cfg, slot, spare);
   }
   if (cv.cubin_path.empty()) {  // compiled, but the cubin could not be stored (full disk?): not the config's fault
     it.status = IterationStatus::interrupted;
     it.failure_kind = FailureKind::interrupted;
     it.description = head + "; interrupted: the compiled cubin could not be written to the cache";
-    finish(it, cfg, slot);
+    finish(it, cfg, slot, spare);
     const std::size_t why = cv.log.rfind("(cache write failed: ");
     throw std::runtime_error(fmt::format("cannot store compiled cubins in the cubin cache{}; the iteration is "
                                          "interrupted and will be tried again",
@@ -252,11 +261,12 @@ void Loop::evaluate(InFlight& job, GpuSlot& slot) {
   std::string screen_note;
   EvalResponse r;
   it.gpu_ms = 0.0;
-  const bool screened = screen_ && !ideas_.is_idea_template(tname);  // an idea's configs are judged in full
+  // An idea's configs are judged in full; a spare evaluation is the whole suite for a config screened before.
+  const bool screened = screen_ && !ideas_.is_idea_template(tname) && !spare;
   if (screened) {  // the ladder's first rung: the screen cases, few samples
     const EvalRequest req{cv.cubin_path, kernels_.at(tname), screen_timing(o_.timing, o_.ladder), true, true,
                           screen_->case_ids};
-    r = unlocked(mu_, [&] { return slot.worker->eval(req, deadline); });
+    r = eval_on(slot, req, deadline);
     note_sm_clock(it, r);
     const double ms = r.wall_ms > 0 ? r.wall_ms : seconds_since(t0) * 1000;
     *it.gpu_ms += ms;
@@ -272,7 +282,13 @@ void Loop::evaluate(InFlight& job, GpuSlot& slot) {
         it.fidelity = Fidelity::screen;
         for (const auto& c : r.cases) it.cases.push_back(to_record(c));
         it.description = fmt::format("{}; {}: not evaluated in full; {}", head, what, resources_text(cv));
-        return finish(it, cfg, slot);
+        if (o_.spare_evals && spare_candidate(r.score_ms, best_screen_ms_, o_.spare_cutoff)) {
+          ScreenedNearMiss miss{job.proposal, it.iter, cv};
+          miss.cv.cubin.clear();
+          miss.cv.cubin.shrink_to_fit();
+          near_misses_.emplace(r.score_ms, std::move(miss));
+        }
+        return finish(it, cfg, slot, spare);
       }
       screen_note = what + ": evaluated in full; ";
     }
@@ -282,11 +298,12 @@ void Loop::evaluate(InFlight& job, GpuSlot& slot) {
   if (it.fidelity == Fidelity::full) {
     t0 = Clock::now();
     const EvalRequest req{cv.cubin_path, kernels_.at(tname), o_.timing, true, true};
-    r = unlocked(mu_, [&] { return slot.worker->eval(req, deadline); });
+    r = eval_on(slot, req, deadline);
     note_sm_clock(it, r);
     const double ms = r.wall_ms > 0 ? r.wall_ms : seconds_since(t0) * 1000;
     *it.gpu_ms += ms;
-    eval_ms_ += ms;
+    (spare ? spare_ms_ : eval_ms_) += ms;
+    if (spare) slot.spare_ms += seconds_since(t0) * 1000;  // as its busy time counts (eval_on)
   }
   for (const auto& c : r.cases) it.cases.push_back(to_record(c));
 
@@ -296,7 +313,7 @@ void Loop::evaluate(InFlight& job, GpuSlot& slot) {
     it.description = head + "; interrupted: stop requested twice, evaluation abandoned";
     it.cases.clear();
     slot.ready = false;
-    return finish(it, cfg, slot);
+    return finish(it, cfg, slot, spare);
   }
   if (!r.status.ok()) {
     it.status = IterationStatus::crash;
@@ -317,7 +334,7 @@ void Loop::evaluate(InFlight& job, GpuSlot& slot) {
         r.status.failure == FailureKind::worker_died || r.status.rejected) {
       restart_worker(slot);  // a fresh worker on this GPU for its next iteration; the other GPUs go on
     }
-    return finish(it, cfg, slot);
+    return finish(it, cfg, slot, spare);
   }
 
   Contender challenger{it.iter, tname, cfg, cv.cubin_path, kernels_.at(tname), to_measured(r)};
@@ -364,7 +381,7 @@ void Loop::evaluate(InFlight& job, GpuSlot& slot) {
   it.status = cr.kept() ? IterationStatus::keep : IterationStatus::discard;
   it.description = fmt::format("{}; {}{}; {}", head, screen_note, cr.summary.empty() ? "not faster" : cr.summary,
                                resources_text(cv));
-  finish(it, cfg, slot);
+  finish(it, cfg, slot, spare);
   for (const auto& p : cr.promotions) {
     db_.set_champion({suite_label_, p.scope, it.iter, p.score_ms, ""}, p.aba_json);
     if (p.scope == ChampionScope::overall) champion_eval_ms_ = r.wall_ms;
@@ -372,12 +389,19 @@ void Loop::evaluate(InFlight& job, GpuSlot& slot) {
   }
 }
 
+EvalResponse Loop::eval_on(GpuSlot& slot, const EvalRequest& req, milliseconds deadline) {
+  const auto t0 = Clock::now();
+  EvalResponse r = unlocked(mu_, [&] { return slot.worker->eval(req, deadline); });
+  slot.busy_ms += seconds_since(t0) * 1000;
+  return r;
+}
+
 std::optional<Measured> Loop::retime(const Contender& c) {
   GpuSlot& slot = *challenge_slot_;
   ensure_cases(slot);
   const EvalRequest req{c.cubin_path, c.kernel, o_.timing, false, true};
   const auto deadline = eval_deadline();
-  const EvalResponse r = unlocked(mu_, [&] { return slot.worker->eval(req, deadline); });
+  const EvalResponse r = eval_on(slot, req, deadline);
   if (!r.status.ok() || !(r.score_ms > 0)) {
     if (!r.status.ok() && !r.status.rejected && r.status.failure != FailureKind::device_limit) restart_worker(slot);
     spdlog::warn("re-timing iter {} failed: {} {}", c.iter, r.status.name(), r.status.message);

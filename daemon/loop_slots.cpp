@@ -1,6 +1,7 @@
 // The GPU slots of the tuning loop (daemon/loop.hpp): one isolated worker per GPU, its cases, restarts,
 // the watchdog's deadline, the stop conditions, and the scheduling of compiled configs onto idle slots.
 #include <algorithm>
+#include <filesystem>
 #include <thread>
 
 #include <fmt/format.h>
@@ -8,6 +9,7 @@
 
 #include "daemon/gpu_set.hpp"
 #include "daemon/loop.hpp"
+#include "daemon/next_job.hpp"
 #include "daemon/seed_rounds.hpp"
 #include "daemon/stale_worker.hpp"
 
@@ -168,6 +170,34 @@ void Loop::queue_siblings(const TemplateProposal& p, const CompiledVariant& cv) 
   inflight_.insert(inflight_.begin(), std::make_move_iterator(ready.begin()), std::make_move_iterator(ready.end()));
 }
 
+bool Loop::spare_due() {
+  while (!near_misses_.empty()) {
+    const auto best = near_misses_.begin();
+    // Sorted by screen score: when the best near miss is out of the cut-off now, so is every other.
+    if (!spare_candidate(best->first, best_screen_ms_, o_.spare_cutoff)) {
+      near_misses_.clear();
+      return false;
+    }
+    std::error_code ec;
+    if (std::filesystem::exists(best->second.cv.cubin_path, ec)) return true;
+    near_misses_.erase(best);  // its cubin left the cache: not worth a compile of GPU time that is spare
+  }
+  return false;
+}
+
+InFlight Loop::take_spare() {
+  auto node = near_misses_.extract(near_misses_.begin());
+  ScreenedNearMiss& miss = node.mapped();
+  miss.cv.cache_hit = true;  // compiled for its screen: no NVRTC time again
+  std::promise<CompiledVariant> ready;
+  ready.set_value(std::move(miss.cv));
+  TemplateProposal p = std::move(miss.proposal);
+  p.proposal.move = fmt::format("spare GPU time: the whole suite for iter {}, screened {:.4f} ms", miss.iter, node.key());
+  InFlight job{std::move(p), ready.get_future().share(), true};
+  job.spare_of = miss.iter;
+  return job;
+}
+
 void Loop::loop(std::unique_lock<std::mutex>& lock) {
   std::vector<std::thread> threads;
   for (std::size_t i = 1; i < slots_.size(); ++i)
@@ -250,16 +280,24 @@ void Loop::gpu_loop(GpuSlot& slot, std::unique_lock<std::mutex>& lock) {
       cv_.notify_all();
       return;
     }
-    InFlight job = std::move(inflight_.front());
-    inflight_.pop_front();
+    // A compiled config waiting for a GPU goes first (in queue order); with none, spare GPU time; else the front.
+    std::vector<bool> compiled(inflight_.size());
+    for (std::size_t i = 0; i < inflight_.size(); ++i)
+      compiled[i] = inflight_[i].compiled.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+    const NextJob next = next_job(compiled, o_.spare_evals && spare_due());
+    InFlight job;
+    if (next.kind == NextJob::Kind::spare) {
+      job = take_spare();
+    } else {
+      job = std::move(inflight_[next.index]);
+      inflight_.erase(inflight_.begin() + std::ptrdiff_t(next.index));
+    }
     ++busy_;
     struct Done {  // also when evaluate throws
       Loop& loop;
       GpuSlot& slot;
-      Clock::time_point t0 = Clock::now();
       ~Done() {
         --loop.busy_;
-        slot.busy_ms += seconds_since(t0) * 1000;
         slot.state = "idle";
         loop.cv_.notify_all();
       }

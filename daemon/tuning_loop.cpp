@@ -74,6 +74,7 @@ Loop::Loop(const RunOptions& o, StopRequest& stop)
       tsv_path_(tsv_path_of(o)),
       compiler_(compiler_options(o)),
       pool_(compiler_, o.compile_jobs ? o.compile_jobs : std::max(1u, std::thread::hardware_concurrency())) {
+  db_.set_sync_full(o.db_sync_full);
   make_slots();
   cases_ = o.manifest.empty() ? builtin_suite(o.suite, o.root_seed) : suite_from_manifest_file(o.manifest);
   setup_seeds_and_fidelity();
@@ -199,6 +200,10 @@ void Loop::write_status(const std::string& current) {
                       {"fidelity", screen_ ? "ladder" : "full"},  // what runs: no screen on one case per family
                       {"screened_out", screened_out_},
                       {"full_evaluations", full_evals_},
+                      {"spare_evaluations", spare_evals_},
+                      {"spare_kept", spare_kept_},
+                      {"spare_gpu_s", spare_ms_ / 1000},
+                      {"spare_evals_on", o_.spare_evals && screen_.has_value()},
                       {"root_seed", root_seed_ ? nlohmann::json(*root_seed_) : nlohmann::json()},
                       {"holdout_seed", holdout_ ? nlohmann::json(holdout_->root_seed()) : nlohmann::json()},
                       {"shard", o_.shard ? nlohmann::json(o_.shard->text()) : nlohmann::json()},
@@ -232,7 +237,9 @@ nlohmann::json Loop::gpus_status() const {
                     {"iterations", s->iterations},
                     {"rate_per_hour", s->iterations / hours},
                     {"restarts", s->restarts},
-                    {"busy_s", s->busy_ms / 1000}});
+                    {"busy_s", s->busy_ms / 1000},
+                    {"spare_s", s->spare_ms / 1000},
+                    {"busy_share", s->busy_ms / 1000 / std::max(1e-9, seconds_since(started_))}});
   return list;
 }
 
@@ -265,6 +272,16 @@ void Loop::report_throughput() {
                   compile_ms_ / 1000, pool_.threads(),
                   compiler_.procs_stats() ? fmt::format(" and {} compile worker processes", compiler_.procs_stats()->procs)
                                           : std::string(" in the daemon's process")));
+  if (o_.spare_evals && screen_)
+    say(fmt::format("spare GPU time: {} whole-suite evaluations of screened-out near misses (within {:g}% of the best "
+                    "screen) while no compiled config waited, {:.1f} s of GPU time, {} kept as a new champion",
+                    spare_evals_, o_.spare_cutoff * 100, spare_ms_ / 1000, spare_kept_));
+  std::string busy;
+  for (const auto& s : slots_)
+    busy += fmt::format("{}GPU {} {:.1f} % ({:.1f} s{})", busy.empty() ? "" : ", ", s->gpu.index,
+                        100 * s->busy_ms / 1000 / std::max(wall, 1e-9), s->busy_ms / 1000,
+                        o_.spare_evals && screen_ ? fmt::format(", spare {:.1f} s", s->spare_ms / 1000) : "");
+  say("GPU busy (its worker evaluating, share of the run's wall time): " + busy);
 }
 
 }  // namespace tuning
@@ -282,6 +299,7 @@ void validate_run_options(const RunOptions& o) {
   if (o.budget_s && !(*o.budget_s > 0)) bad("--budget must be positive");
   if (o.max_iterations && *o.max_iterations <= 0) bad("--iterations must be positive");
   if (!(o.ladder.cutoff >= 0)) bad("--screen-cutoff must be >= 0");
+  if (!(o.spare_cutoff >= 0)) bad("--spare-cutoff must be >= 0");
   if (o.ladder.screen_max_samples < 1) bad("--screen-samples must be >= 1");
   if (o.round_configs <= 0) bad("--round must be a positive number of configs");
   const bool seeded = o.manifest.empty() && suite_has_root_seed(o.suite);

@@ -66,6 +66,16 @@ struct RunOptions {
   std::vector<GpuSpec> gpus;
   /// Only this shard of every template's valid configs (tuner/shard.hpp; Slurm job arrays). None = all.
   std::optional<Shard> shard;
+  /// How the DB's commits reach the disk (ExperimentDb::set_sync_full, `--db-sync`): false (normal, the default)
+  /// syncs the write-ahead log at checkpoints only: a killed daemon loses no finished iteration, an OS crash or a
+  /// power loss may lose the last ones. true (full): a sync at every commit (two an iteration).
+  bool db_sync_full = false;
+  /// Spare GPU time (docs/daemon.md): when a GPU is free and no queued config has compiled, it evaluates on the
+  /// whole suite the best screened-out config of this run whose screen is within spare_cutoff of the best screen
+  /// (tuner/fidelity.hpp spare_candidate), and that result challenges the champion as any whole-suite result does.
+  /// Off with --no-spare-evals; only with the ladder's screen.
+  bool spare_evals = true;
+  double spare_cutoff = 0.30;
 };
 
 /// How a run ended.

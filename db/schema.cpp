@@ -314,6 +314,15 @@ CREATE TABLE idea_agent_ideas (
 CREATE INDEX idea_agent_ideas_by_queue_file ON idea_agent_ideas (queued_as);
 )sql";
 
+// Since version 10: the whole-suite evaluations that spare GPU time gave to screened-out configs (the daemon's
+// spare evaluations, docs/daemon.md): the iteration of each, and the screen iteration whose config it measured.
+constexpr const char* kSpareEvaluationsSql = R"sql(
+CREATE TABLE spare_evaluations (
+  iteration_id           INTEGER PRIMARY KEY REFERENCES iterations (id),
+  screened_iteration_id  INTEGER NOT NULL REFERENCES iterations (id)
+);
+)sql";
+
 // Version 1 -> 2: the fidelity ladder and held-out seeds. Every existing iteration was a whole-suite
 // evaluation (fidelity 'full'); its root seed was not recorded (NULL). Columns are appended, so a
 // migrated file has the same column order as a fresh one.
@@ -443,6 +452,7 @@ const std::vector<Migration>& builtin_migrations() {
       {6, [](sqlite::Connection& conn) { conn.exec(kHarnessChecksSql); }, false, /*readable_without=*/true},
       {7, [](sqlite::Connection& conn) { conn.exec(kIdeasSql); }, false, /*readable_without=*/true},
       {8, [](sqlite::Connection& conn) { conn.exec(kIdeaAgentSql); }, false, /*readable_without=*/true},
+      {9, [](sqlite::Connection& conn) { conn.exec(kSpareEvaluationsSql); }, false, /*readable_without=*/true},
   };
   return chain;
 }
@@ -450,7 +460,7 @@ const std::vector<Migration>& builtin_migrations() {
 const char* schema_sql() {
   static const std::string sql = std::string(kHeadSql) + kProposalsSql + "CREATE TABLE iterations" +
                                  iterations_columns_sql() + kIterationsIndexSql + kTailSql + kHoldoutChecksSql +
-                                 kIterationSourcesSql + kHarnessChecksSql + kIdeasSql + kIdeaAgentSql;
+                                 kIterationSourcesSql + kHarnessChecksSql + kIdeasSql + kIdeaAgentSql + kSpareEvaluationsSql;
   return sql.c_str();
 }
 

@@ -10,7 +10,7 @@
 namespace attn::db {
 
 /// The schema this build writes. Stored as MAX(version) of the `schema_version` table.
-inline constexpr int kSchemaVersion = 9;
+inline constexpr int kSchemaVersion = 10;
 
 /// One step of the migration chain: brings a file from `from_version` to `from_version + 1`. Runs
 /// inside the transaction that also records the new version (all or nothing).
@@ -33,7 +33,8 @@ struct Migration {
 /// 'inconsistent' and 'below_floor' (a rebuild of `iterations`, docs/verification.md); 5 -> 6 adds
 /// variants.cubin_hash (refactor-safe champions: export/db_variant.cpp; NULL on older rows until
 /// `attn-tuner db cubin-hashes` records them); 6 -> 7 adds the `harness_checks` table (`export --harness`,
-/// export/harness_check.hpp); 7 -> 8 adds the `ideas` table (the idea queue, docs/ideas.md).
+/// export/harness_check.hpp); 7 -> 8 adds the `ideas` table (the idea queue, docs/ideas.md); 8 -> 9 the idea agent's
+/// tables; 9 -> 10 the `spare_evaluations` table (the daemon's spare GPU time, docs/daemon.md).
 const std::vector<Migration>& builtin_migrations();
 
 /// The full DDL of kSchemaVersion (tables, indexes), without the schema_version row.

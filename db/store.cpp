@@ -174,12 +174,22 @@ RunProgress ExperimentDb::run_progress(std::int64_t run_id) {
 // ---------------------------------------------------------------------------------------------------
 // variants
 
+void ExperimentDb::set_sync_full(bool full) {
+  if (!read_only()) conn_.exec(full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL");
+}
+
 std::int64_t ExperimentDb::upsert_variant(const VariantRecord& variant) {
   require_writable("upsert_variant");
+  sqlite::Transaction tx(conn_);
+  const std::int64_t id = upsert_variant_row(variant);
+  tx.commit();
+  return id;
+}
+
+std::int64_t ExperimentDb::upsert_variant_row(const VariantRecord& variant) {
   if (variant.content_hash.empty()) throw std::invalid_argument("upsert_variant: empty content_hash");
   if (variant.template_name.empty()) throw std::invalid_argument("upsert_variant: empty template name");
   const std::string params_json = canonical_params_json(variant.params_json);
-  sqlite::Transaction tx(conn_);
   if (auto existing = find_variant_by_hash(variant.content_hash)) {
     if (existing->template_name != variant.template_name || existing->params_json != params_json) {
       throw std::invalid_argument(fmt::format(
@@ -211,7 +221,6 @@ std::int64_t ExperimentDb::upsert_variant(const VariantRecord& variant) {
   st.step();
   std::int64_t id = st.column_int64(0);
   st.run();  // finish the statement before COMMIT
-  tx.commit();
   return id;
 }
 

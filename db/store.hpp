@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "db/records.hpp"
@@ -112,6 +113,11 @@ class ExperimentDb {
   bool read_only() const { return conn_.read_only(); }
   /// The underlying connection, for tests and ad-hoc statements.
   sqlite::Connection& connection() { return conn_; }
+  /// When a commit reaches the disk (the DB is in WAL mode). full (every connection opens so): each commit syncs
+  /// the WAL. normal (the tuning loop's default, `run --db-sync`): the WAL is synced at checkpoints only; a killed
+  /// process (SIGKILL) still loses no commit, an OS crash or power loss may lose the commits since the last
+  /// checkpoint, and the DB stays consistent. No-op on a read-only DB.
+  void set_sync_full(bool full);
 
   // --- runs ------------------------------------------------------------------------------------
   /// Inserts a run with status running and started_at now; returns its id. Uses every field of `run`
@@ -149,6 +155,17 @@ class ExperimentDb {
   /// params_json and description of `it`; returns its iter number. Throws std::invalid_argument for
   /// an unknown or ended run, an unknown variant, an empty suite/template or malformed params_json.
   std::int64_t begin_iteration(const IterationRecord& it);
+  /// upsert_variant(`variant`) and begin_iteration(`it` with that variant) in ONE transaction (one commit, where
+  /// the two calls make two): the tuning loop begins an iteration once its config compiled. With `spare_of`, the
+  /// iteration is a spare evaluation of the config that iteration `spare_of` screened (a `spare_evaluations` row
+  /// in the same transaction). Returns (iter, variant id); throws as the two do (and for an unknown `spare_of`),
+  /// and then writes nothing.
+  std::pair<std::int64_t, std::int64_t> begin_iteration_with_variant(const IterationRecord& it,
+                                                                     const VariantRecord& variant,
+                                                                     std::optional<std::int64_t> spare_of = {});
+  /// The spare evaluations (iteration -> the screen iteration of its config), in iteration order; empty for a
+  /// file older than version 10.
+  std::vector<std::pair<std::int64_t, std::int64_t>> spare_evaluations();
   /// Attaches the compiled variant to a running iteration.
   void set_iteration_variant(std::int64_t iter, std::int64_t variant_id);
   /// Finishes running iteration `it.iter` in ONE transaction: status, failure_kind, scores,
@@ -241,6 +258,9 @@ class ExperimentDb {
  private:
   explicit ExperimentDb(sqlite::Connection conn) : conn_(std::move(conn)) {}
   void require_writable(const char* what) const;
+  /// The bodies of upsert_variant and begin_iteration, inside the caller's transaction.
+  std::int64_t upsert_variant_row(const VariantRecord& variant);
+  std::int64_t insert_iteration_row(const IterationRecord& it);
   sqlite::Connection conn_;
 };
 

@@ -57,10 +57,46 @@ bool ExperimentDb::has_evaluated(const std::string& template_name, const std::st
 
 std::int64_t ExperimentDb::begin_iteration(const IterationRecord& it) {
   require_writable("begin_iteration");
+  sqlite::Transaction tx(conn_);
+  const std::int64_t iter = insert_iteration_row(it);
+  tx.commit();
+  return iter;
+}
+
+std::pair<std::int64_t, std::int64_t> ExperimentDb::begin_iteration_with_variant(const IterationRecord& it,
+                                                                               const VariantRecord& variant,
+                                                                               std::optional<std::int64_t> spare_of) {
+  require_writable("begin_iteration_with_variant");
+  sqlite::Transaction tx(conn_);
+  const std::int64_t variant_id = upsert_variant_row(variant);
+  IterationRecord with = it;
+  with.variant_id = variant_id;
+  const std::int64_t iter = insert_iteration_row(with);
+  if (spare_of) {
+    if (!iteration(*spare_of))
+      throw std::invalid_argument(fmt::format("begin_iteration: spare evaluation of unknown iteration {}", *spare_of));
+    conn_.prepare("INSERT INTO spare_evaluations (iteration_id, screened_iteration_id) VALUES (?, ?)")
+        .bind(1, iter)
+        .bind(2, *spare_of)
+        .run();
+  }
+  tx.commit();
+  return {iter, variant_id};
+}
+
+std::vector<std::pair<std::int64_t, std::int64_t>> ExperimentDb::spare_evaluations() {
+  std::vector<std::pair<std::int64_t, std::int64_t>> out;
+  auto tables = conn_.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'spare_evaluations'");
+  if (!tables.step()) return out;
+  auto st = conn_.prepare("SELECT iteration_id, screened_iteration_id FROM spare_evaluations ORDER BY iteration_id");
+  while (st.step()) out.emplace_back(st.column_int64(0), st.column_int64(1));
+  return out;
+}
+
+std::int64_t ExperimentDb::insert_iteration_row(const IterationRecord& it) {
   if (it.suite.empty()) throw std::invalid_argument("begin_iteration: empty suite name");
   if (it.template_name.empty()) throw std::invalid_argument("begin_iteration: empty template name");
   const std::string params_json = canonical_params_json(it.params_json);
-  sqlite::Transaction tx(conn_);
   auto r = run(it.run_id);
   if (!r) throw std::invalid_argument(fmt::format("begin_iteration: no run {} in {}", it.run_id, path()));
   if (r->status != RunStatus::running) {
@@ -86,9 +122,7 @@ std::int64_t ExperimentDb::begin_iteration(const IterationRecord& it) {
       .bind(8, it.root_seed)
       .bind(9, it.proposal_id);
   st.run();
-  std::int64_t iter = conn_.last_insert_rowid();
-  tx.commit();
-  return iter;
+  return conn_.last_insert_rowid();
 }
 
 void ExperimentDb::set_iteration_variant(std::int64_t iter, std::int64_t variant_id) {

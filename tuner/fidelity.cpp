@@ -73,4 +73,11 @@ ScreenVerdict judge_screen(double screen_ms, std::optional<double> best_screen_m
   return {false, fmt::format("{:.1f}% above the best screen {:.4f} ms ({})", above * 100, best, cut)};
 }
 
+bool spare_candidate(double screen_ms, std::optional<double> best_screen_ms, double spare_cutoff) {
+  if (!std::isfinite(screen_ms) || screen_ms <= 0)
+    throw std::invalid_argument(fmt::format("spare_candidate: screen score {} ms is not a positive number", screen_ms));
+  if (!(spare_cutoff >= 0)) throw std::invalid_argument(fmt::format("spare_candidate: negative cut-off {}", spare_cutoff));
+  return best_screen_ms && screen_ms <= *best_screen_ms * (1 + spare_cutoff);
+}
+
 }  // namespace attn

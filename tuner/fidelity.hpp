@@ -57,4 +57,11 @@ struct ScreenVerdict {
 /// Throws std::invalid_argument for a non-positive or non-finite screen score or a negative cut-off.
 ScreenVerdict judge_screen(double screen_ms, std::optional<double> best_screen_ms, double cutoff);
 
+/// Whether spare GPU time (docs/daemon.md, "Spare GPU time") may evaluate a screened-out config on the whole suite:
+/// its screen score is within `spare_cutoff` of the best screen now (screen_ms <= best * (1 + spare_cutoff)), where
+/// the ladder's cut-off sent it no further (a near miss, which the screen's few samples may have judged wrongly).
+/// False without a best screen. Throws std::invalid_argument for a non-positive or non-finite screen score or a
+/// negative cut-off.
+bool spare_candidate(double screen_ms, std::optional<double> best_screen_ms, double spare_cutoff);
+
 }  // namespace attn

@@ -54,7 +54,7 @@ DaemonFixture::DaemonFixture()
 
 std::string DaemonFixture::args(const std::string& extra, const std::string& strategy,
                                 const std::string& template_name) const {
-  return "run --db '" + db + "' --tsv '" + tsv + "' --suite smoke --templates '" + data_dir() +
+  return "run --db '" + db + "' --tsv '" + tsv + "' --suite " + suite + " --templates '" + data_dir() +
          "/fake_templates' --template " + template_name + " --strategy " + strategy + " --worker-exe '" +
          fake_worker_path() + "' --cache '" + cache + "' --jobs 2 " + watchdog + " " + extra;
 }

@@ -36,8 +36,9 @@ struct DaemonFixture {
   std::string db, tsv;
   std::string cache;                                             ///< cubin cache folder (dir/cache)
   std::string watchdog = "--watchdog-min 0.5 --watchdog-cap 2";  ///< hang deadline options
+  std::string suite = "smoke";  ///< one case per family: the ladder screens nothing (full: it screens 3 of 9 cases)
   DaemonFixture();
-  /// `run` arguments: smoke suite, the fake template, `strategy`, `watchdog`, then `extra`.
+  /// `run` arguments: `suite`, the fake template, `strategy`, `watchdog`, then `extra`.
   std::string args(const std::string& extra = "", const std::string& strategy = "exhaustive",
                    const std::string& template_name = "fake") const;
   std::vector<IterationRecord> iterations() const;

@@ -266,11 +266,12 @@ TEST(ScaleOut, MergeKeepsEveryIdeaVerdictAndHarnessCheckWithRemappedIds) {
     c.exec("DROP TABLE ideas");
     c.exec("DROP TABLE idea_agent_ideas");
     c.exec("DROP TABLE idea_agent_calls");
-    c.exec("UPDATE schema_version SET version = 7 WHERE version = 9");
+    c.exec("DROP TABLE spare_evaluations");
+    c.exec(fmt::format("UPDATE schema_version SET version = 7 WHERE version = {}", db::kSchemaVersion));
   }
   const Output mig = run("db migrate '" + old.db + "'");
   ASSERT_EQ(mig.code, 0) << mig.text;
-  EXPECT_NE(mig.text.find("schema version 7 -> 9"), std::string::npos) << mig.text;
+  EXPECT_NE(mig.text.find(fmt::format("schema version 7 -> {}", db::kSchemaVersion)), std::string::npos) << mig.text;
 
   const std::string out = a.dir + "/merged.db";
   const Output m = run("db merge '" + out + "' '" + a.db + "' '" + b.db + "' '" + old.db + "'");

@@ -48,7 +48,7 @@ TEST(Schema, CreatesEveryTableAtTheCurrentVersionInWalMode) {
     EXPECT_EQ(st.column_text(0),
               "case_results,champion_history,champions,harness_checks,holdout_checks,idea_agent_calls,idea_agent_ideas,ideas,"
               "iteration_sources,iterations,proposals,runs,"
-              "schema_version,variants");
+              "schema_version,spare_evaluations,variants");
     EXPECT_EQ(db::read_schema_version(c), db::kSchemaVersion);
   }
   // Reopening neither recreates nor re-records the version.
@@ -133,6 +133,7 @@ TEST(Schema, AVersionSixFileIsReadAsItIsAndMigratedByAWriter) {
     c.exec("DROP TABLE ideas");
     c.exec("DROP TABLE idea_agent_ideas");
     c.exec("DROP TABLE idea_agent_calls");
+    c.exec("DROP TABLE spare_evaluations");
     c.exec("UPDATE schema_version SET version = 6");  // a fresh file records only its version
   }
   {
@@ -170,6 +171,7 @@ TEST(Schema, IdeasAreStoredUpdatedAndInterruptedAndAVersionSevenFileReadsWithout
     db.connection().exec("DROP TABLE ideas");
     db.connection().exec("DROP TABLE idea_agent_ideas");
     db.connection().exec("DROP TABLE idea_agent_calls");
+    db.connection().exec("DROP TABLE spare_evaluations");
     db.connection().exec("UPDATE schema_version SET version = 7");
   }
   {
@@ -287,6 +289,7 @@ TEST(Schema, IdeaAgentCallsAndTheirIdeasAreRecordedAndAVersionEightFileReadsWith
     auto db = ExperimentDb::open(path);
     db.connection().exec("DROP TABLE idea_agent_ideas");
     db.connection().exec("DROP TABLE idea_agent_calls");
+    db.connection().exec("DROP TABLE spare_evaluations");
     db.connection().exec("UPDATE schema_version SET version = 8");
   }
   {
@@ -336,6 +339,45 @@ TEST(Schema, IdeaAgentCallsAndTheirIdeasAreRecordedAndAVersionEightFileReadsWith
   EXPECT_THROW(finish_idea_agent_call(db, c), std::invalid_argument);
   c.run_id = 42;
   EXPECT_THROW(begin_idea_agent_call(db, c), std::invalid_argument);
+}
+
+TEST(Schema, AVersionNineFileReadsWithoutSpareEvaluationsAndAWriterAddsThem) {
+  // 9 -> 10 only adds spare_evaluations: a read-only open reads a version-9 file as it is (none).
+  auto path = test::temp_dir("db-schema") + "/v9.db";
+  {
+    auto db = ExperimentDb::open(path);
+    db.connection().exec("DROP TABLE spare_evaluations");
+    db.connection().exec("UPDATE schema_version SET version = 9");
+  }
+  {
+    auto ro = ExperimentDb::open(path, ExperimentDb::Mode::read_only);
+    EXPECT_EQ(db::read_schema_version(ro.connection()), 9);
+    EXPECT_TRUE(ro.spare_evaluations().empty());
+  }
+  auto db = ExperimentDb::open(path);
+  EXPECT_EQ(db::read_schema_version(db.connection()), db::kSchemaVersion);
+  RunRecord rr;
+  rr.suite = "full";
+  rr.strategy = "random";
+  rr.templates = {"fa3_tma"};
+  rr.suite_json = "[]";
+  const auto run = db.begin_run(rr);
+  VariantRecord v;
+  v.template_name = "fa3_tma";
+  v.params_json = R"({"BLOCK_N":64})";
+  v.content_hash = "00112233445566778899aabbccddeeff";
+  v.compile_ok = true;
+  IterationRecord it;
+  it.run_id = run;
+  it.suite = "full";
+  it.template_name = "fa3_tma";
+  it.params_json = v.params_json;
+  const auto [screened, vid] = db.begin_iteration_with_variant(it, v);
+  const auto [spare, vid2] = db.begin_iteration_with_variant(it, v, screened);
+  EXPECT_EQ(vid, vid2);
+  EXPECT_EQ(db.spare_evaluations(), (std::vector<std::pair<std::int64_t, std::int64_t>>{{spare, screened}}));
+  EXPECT_THROW(db.begin_iteration_with_variant(it, v, 999), std::invalid_argument);  // no such screen iteration
+  EXPECT_EQ(db.iterations().size(), 2u);
 }
 
 }  // namespace

@@ -136,6 +136,39 @@ TEST_F(Store, VariantUpsertByContentHash) {
   EXPECT_THROW(db().upsert_variant(VariantRecord{}), std::invalid_argument);
 }
 
+// The tuning loop begins an iteration once its config compiled: the variant and the running iteration in one
+// commit, so that a failure of either writes neither (the loop's two commits an iteration, docs/daemon.md).
+TEST_F(Store, BeginIterationWithVariantIsOneTransaction) {
+  const auto run = db().begin_run(test::sample_run("quick"));
+  const auto v = test::sample_variant(64, 8, 2);
+  IterationRecord it;
+  it.run_id = run;
+  it.suite = "quick";
+  it.template_name = v.template_name;
+  it.params_json = v.params_json;
+  it.description = "compiled";
+  const auto [iter, vid] = db().begin_iteration_with_variant(it, v);
+  const auto running = db().iteration(iter);
+  ASSERT_TRUE(running);
+  EXPECT_EQ(running->status, IterationStatus::running);
+  EXPECT_EQ(running->variant_id, std::optional<std::int64_t>(vid));
+  EXPECT_EQ(db().variant(vid)->content_hash, v.content_hash);
+
+  // A bad iteration (an ended run) leaves no new variant behind; a bad variant leaves no iteration.
+  const auto other = test::sample_variant(128, 8, 2);
+  const auto ended = db().begin_run(test::sample_run("quick"));
+  db().end_run(ended, RunStatus::stopped);
+  IterationRecord late = it;
+  late.run_id = ended;
+  EXPECT_THROW(db().begin_iteration_with_variant(late, other), std::invalid_argument);
+  EXPECT_EQ(db().find_variant_by_hash(other.content_hash), std::nullopt);
+  auto clash = other;
+  clash.content_hash = v.content_hash;  // the hash of another config: refused
+  EXPECT_THROW(db().begin_iteration_with_variant(it, clash), std::invalid_argument);
+  EXPECT_EQ(count("iterations"), 1);
+  EXPECT_EQ(count("variants"), 1);
+}
+
 TEST_F(Store, IterationRoundTripWithCaseResults) {
   auto run = db().begin_run(test::sample_run("quick"));
   auto v = test::sample_variant(64, 8, 2);

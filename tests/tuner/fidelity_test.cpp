@@ -58,6 +58,18 @@ TEST(Fidelity, ScreenTimingTakesFewSamples) {
   EXPECT_EQ(s.max_samples, 4);
 }
 
+TEST(Fidelity, SpareCandidatesAreNearMissesOfTheBestScreenNow) {
+  EXPECT_FALSE(spare_candidate(0.5, std::nullopt, 0.3));  // no best screen yet: nothing to compare with
+  EXPECT_TRUE(spare_candidate(0.45, 0.40, 0.3));           // screened out at the ladder's 10 %, within 30 %
+  EXPECT_TRUE(spare_candidate(0.52, 0.40, 0.3));           // exactly at the cut-off
+  EXPECT_FALSE(spare_candidate(0.5201, 0.40, 0.3));
+  EXPECT_FALSE(spare_candidate(0.45, 0.30, 0.3));          // the best moved down: no longer a near miss
+  EXPECT_FALSE(spare_candidate(0.41, 0.40, 0.0));
+  EXPECT_THROW(spare_candidate(0.0, 0.4, 0.3), std::invalid_argument);
+  EXPECT_THROW(spare_candidate(std::nan(""), 0.4, 0.3), std::invalid_argument);
+  EXPECT_THROW(spare_candidate(0.4, 0.4, -0.1), std::invalid_argument);
+}
+
 TEST(Fidelity, VerdictPromotesWithinTheCutoffOfTheBestScreen) {
   EXPECT_TRUE(judge_screen(0.5, std::nullopt, 0.1).promote);
   const auto better = judge_screen(0.39, 0.40, 0.1);
