@@ -45,7 +45,7 @@ TEST(VerificationKinds, AFreshFileStoresThem) {
   EXPECT_EQ(db.iteration(a)->failure_kind, FailureKind::inconsistent);
   EXPECT_EQ(db.iteration(b)->failure_kind, FailureKind::below_floor);
   // The CHECK still refuses a name that is not a kind.
-  EXPECT_THROW(db.connection().exec("UPDATE iterations SET failure_kind = 'cheat' WHERE id = " + std::to_string(a)),
+  EXPECT_THROW(db.connection().exec("UPDATE iteration_rows SET failure_kind = 'cheat' WHERE id = " + std::to_string(a)),
                sqlite::Error);
 }
 
