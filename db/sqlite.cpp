@@ -223,6 +223,11 @@ std::string Statement::sql() const {
 // Transaction
 
 Transaction::Transaction(Connection& conn, Kind kind) : conn_(conn) {
+  if (conn_.batch_ && !conn_.autocommit()) {
+    conn_.exec("SAVEPOINT attn_tx");
+    savepoint_ = true;
+    return;
+  }
   if (!conn_.autocommit()) {
     throw std::logic_error(fmt::format("{}: a transaction is already open (Transaction does not nest)",
                                        conn_.path()));
@@ -231,12 +236,34 @@ Transaction::Transaction(Connection& conn, Kind kind) : conn_(conn) {
 }
 
 void Transaction::commit() {
-  conn_.exec("COMMIT");
+  conn_.exec(savepoint_ ? "RELEASE attn_tx" : "COMMIT");
   done_ = true;
 }
 
 Transaction::~Transaction() {
   // SQLite may already have rolled back on its own (e.g. SQLITE_FULL); only roll back what is open.
+  if (done_ || conn_.autocommit()) return;
+  if (savepoint_)
+    sqlite3_exec(conn_.handle(), "ROLLBACK TO attn_tx; RELEASE attn_tx", nullptr, nullptr, nullptr);
+  else
+    sqlite3_exec(conn_.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
+}
+
+Batch::Batch(Connection& conn) : conn_(conn) {
+  if (!conn_.autocommit())
+    throw std::logic_error(fmt::format("{}: a transaction is already open (a Batch starts one)", conn_.path()));
+  conn_.exec("BEGIN IMMEDIATE");
+  conn_.batch_ = true;
+}
+
+void Batch::commit() {
+  conn_.exec("COMMIT");
+  done_ = true;
+  conn_.batch_ = false;
+}
+
+Batch::~Batch() {
+  conn_.batch_ = false;
   if (!done_ && !conn_.autocommit()) sqlite3_exec(conn_.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
 }
 
