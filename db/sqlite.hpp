@@ -68,13 +68,10 @@ class Connection {
   [[noreturn]] void fail(int rc, std::string_view context) const;
 
  private:
-  friend class Transaction;
-  friend class Batch;
   Connection(sqlite3* db, std::string path, bool read_only);
   sqlite3* db_ = nullptr;
   std::string path_;
   bool read_only_ = false;
-  bool batch_ = false;  ///< a Batch is open: Transactions become savepoints inside it
 };
 
 /// A prepared statement (sqlite3_stmt*). Parameters are 1-based, as in SQLite.
@@ -135,8 +132,7 @@ class Statement {
 };
 
 /// Transaction guard: BEGIN on construction, COMMIT on commit(), ROLLBACK in the destructor when
-/// commit() was not reached (an exception on the way leaves nothing written). Not nestable, except inside a
-/// Batch, where it is a SAVEPOINT (released on commit(), rolled back to otherwise).
+/// commit() was not reached (an exception on the way leaves nothing written). Not nestable.
 class Transaction {
  public:
   /// immediate takes the write lock at BEGIN (no lock upgrade failing half-way); deferred suits reads.
@@ -145,23 +141,6 @@ class Transaction {
   Transaction(const Transaction&) = delete;
   Transaction& operator=(const Transaction&) = delete;
   ~Transaction();
-  void commit();
-
- private:
-  Connection& conn_;
-  bool done_ = false;
-  bool savepoint_ = false;
-};
-
-/// Many writes in one transaction (bulk writers such as lab/scripts/nightdb_gen.cpp): BEGIN IMMEDIATE on
-/// construction, COMMIT on commit(), ROLLBACK in the destructor otherwise; the Transactions of the
-/// ExperimentDb calls made meanwhile are savepoints inside it. Throws std::logic_error when a transaction is open.
-class Batch {
- public:
-  explicit Batch(Connection& conn);
-  Batch(const Batch&) = delete;
-  Batch& operator=(const Batch&) = delete;
-  ~Batch();
   void commit();
 
  private:

@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "db/sqlite_batch.hpp"
 #include "db/store.hpp"
 #include "workload/case_spec.hpp"
 
