@@ -432,9 +432,10 @@ const std::vector<std::string> kRequiredTables = {
     "holdout_checks", "proposals",   "iteration_sources", "harness_checks", "ideas", "configs", "param_names",
     "gpus"};
 
+/// The file's tables and views (since version 9 iterations, variants and case_results are views), sorted.
 std::vector<std::string> table_names(sqlite::Connection& conn) {
   auto st = conn.prepare(
-      "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name");
+      "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' ORDER BY name");
   std::vector<std::string> names;
   while (st.step()) names.push_back(st.column_text(0));
   return names;

@@ -154,7 +154,7 @@ RunProgress ExperimentDb::run_progress(std::int64_t run_id) {
       "  total(gpu_ms), total(compile_ms), min(geomean_ms) FILTER (WHERE status = 'keep'), "
       "  count(*) FILTER (WHERE fidelity = 'screen' AND status = 'discard'), "
       "  count(*) FILTER (WHERE fidelity = 'full' AND status IN ('keep', 'discard')) "
-      "FROM iterations WHERE run_id = ?");
+      "FROM iteration_rows WHERE run_id = ?");
   st.bind(1, run_id);
   st.step();
   RunProgress p;
@@ -229,14 +229,15 @@ void ExperimentDb::set_variant_cubin_hash(std::int64_t variant_id, const std::st
 }
 
 std::optional<VariantRecord> ExperimentDb::find_variant_by_hash(const std::string& content_hash) {
-  auto st = conn_.prepare(fmt::format("SELECT {} FROM variants WHERE content_hash = ?", rows::kVariantColumns));
+  auto st = conn_.prepare(
+      fmt::format("SELECT {} FROM {} WHERE v.content_hash = ?", rows::kVariantColumns, rows::kVariantFrom));
   st.bind(1, content_hash);
   if (!st.step()) return std::nullopt;
   return rows::read_variant(st);
 }
 
 std::optional<VariantRecord> ExperimentDb::variant(std::int64_t variant_id) {
-  auto st = conn_.prepare(fmt::format("SELECT {} FROM variants WHERE id = ?", rows::kVariantColumns));
+  auto st = conn_.prepare(fmt::format("SELECT {} FROM {} WHERE v.id = ?", rows::kVariantColumns, rows::kVariantFrom));
   st.bind(1, variant_id);
   if (!st.step()) return std::nullopt;
   return rows::read_variant(st);

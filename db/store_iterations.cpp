@@ -199,18 +199,18 @@ std::vector<IterationRecord> ExperimentDb::mark_interrupted_iterations() {
 }
 
 std::vector<IterationRecord> ExperimentDb::iterations(const IterationQuery& q) {
-  std::string sql = fmt::format("SELECT {} FROM iterations WHERE 1", rows::kIterationColumns);
-  if (q.suite) sql += " AND suite = ?";
-  if (q.run_id) sql += " AND run_id = ?";
+  std::string sql = fmt::format("SELECT {} FROM {} WHERE 1", rows::kIterationColumns, rows::kIterationFrom);
+  if (q.suite) sql += " AND i.suite = ?";
+  if (q.run_id) sql += " AND i.run_id = ?";
   if (!q.statuses.empty()) {
-    sql += " AND status IN (";
+    sql += " AND i.status IN (";
     for (std::size_t i = 0; i < q.statuses.size(); ++i) sql += i ? ", ?" : "?";
     sql += ")";
   }
   switch (q.order) {
-    case IterationQuery::Order::iter_asc: sql += " ORDER BY id"; break;
-    case IterationQuery::Order::iter_desc: sql += " ORDER BY id DESC"; break;
-    case IterationQuery::Order::geomean_asc: sql += " ORDER BY geomean_ms IS NULL, geomean_ms, id"; break;
+    case IterationQuery::Order::iter_asc: sql += " ORDER BY i.id"; break;
+    case IterationQuery::Order::iter_desc: sql += " ORDER BY i.id DESC"; break;
+    case IterationQuery::Order::geomean_asc: sql += " ORDER BY i.geomean_ms IS NULL, i.geomean_ms, i.id"; break;
   }
   if (q.limit) {
     if (*q.limit < 0) throw std::invalid_argument(fmt::format("iterations: negative limit {}", *q.limit));
@@ -228,7 +228,8 @@ std::vector<IterationRecord> ExperimentDb::iterations(const IterationQuery& q) {
 }
 
 std::optional<IterationRecord> ExperimentDb::iteration(std::int64_t iter) {
-  auto st = conn_.prepare(fmt::format("SELECT {} FROM iterations WHERE id = ?", rows::kIterationColumns));
+  auto st = conn_.prepare(
+      fmt::format("SELECT {} FROM {} WHERE i.id = ?", rows::kIterationColumns, rows::kIterationFrom));
   st.bind(1, iter);
   if (!st.step()) return std::nullopt;
   auto it = rows::read_iteration(st);

@@ -9,12 +9,17 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 db=$(realpath "$1") bin=${2:-$root/build}/attn-tuner
 work=$(mktemp -d)
+# Wall seconds and CPU seconds (user + system) of one command: on a shared machine the wall time also counts the
+# other processes' turns.
 timed() {
-  local s e
+  local s e cpu
   s=$(date +%s.%N)
-  if ! "$@" >"$work/out.txt" 2>&1; then echo "FAILED: $*"; tail -5 "$work/out.txt"; fi
+  if ! /usr/bin/time -f '%U %S' -o "$work/time.txt" "$@" >"$work/out.txt" 2>&1; then
+    echo "FAILED: $*"; tail -5 "$work/out.txt"
+  fi
   e=$(date +%s.%N)
-  printf '%8.2f s  %s\n' "$(echo "$e - $s" | bc)" "${*/#$bin/attn-tuner}"
+  cpu=$(awk '{print $1 + $2}' "$work/time.txt")
+  printf '%8.2f s wall %8.2f s CPU  %s\n' "$(echo "$e - $s" | bc)" "$cpu" "${*/#$bin/attn-tuner}"
 }
 sqlite3 "$db" "PRAGMA wal_checkpoint(TRUNCATE)" >/dev/null
 echo "$(sqlite3 "$db" 'SELECT count(*) FROM iteration_rows') iterations, $(stat -c %s "$db") bytes on disk"
@@ -34,7 +39,8 @@ seen = None
 for line in p.stdout:
     if line.startswith("history:"):
         seen = time.time() - t0
-        print(f"{seen:8.2f} s  resume (run on the DB to its line: {line.strip()})")
+        cpu = sum(float(x) / os.sysconf("SC_CLK_TCK") for x in open(f"/proc/{p.pid}/stat").read().split(")")[1].split()[11:13])
+        print(f"{seen:8.2f} s wall {cpu:8.2f} s CPU  resume (run on the DB to its line: {line.strip()})")
         break
 p.terminate()
 try:

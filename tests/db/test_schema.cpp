@@ -8,6 +8,7 @@
 
 #include "db/schema.hpp"
 #include "db/store.hpp"
+#include "tests/db/db_fixtures.hpp"
 #include "tests/test_support.hpp"
 
 namespace attn {
@@ -45,8 +46,12 @@ TEST(Schema, CreatesEveryTableAtTheCurrentVersionInWalMode) {
                         "WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name)");
     ASSERT_TRUE(st.step());
     EXPECT_EQ(st.column_text(0),
-              "case_results,champion_history,champions,harness_checks,holdout_checks,ideas,iteration_sources,iterations,proposals,runs,"
-              "schema_version,variants");
+              "case_rows,cases,champion_history,champions,configs,gpus,harness_checks,holdout_checks,ideas,"
+              "iteration_rows,iteration_sources,param_names,proposals,runs,schema_version,variant_rows");
+    // Version 9: the rows of version 8's iterations, variants and case_results are read through views of those names.
+    EXPECT_EQ(single_text(c, "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master WHERE type = 'view' "
+                             "ORDER BY name)"),
+              "case_results,iterations,variants");
     EXPECT_EQ(db::read_schema_version(c), db::kSchemaVersion);
   }
   // Reopening neither recreates nor re-records the version.
