@@ -18,7 +18,7 @@ timed() {
     echo "FAILED: $*"; tail -5 "$work/out.txt"
   fi
   e=$(date +%s.%N)
-  cpu=$(awk '{print $1 + $2}' "$work/time.txt")
+  cpu=$(awk 'END {print $1 + $2}' "$work/time.txt")  # the last line (a failed command adds one before it)
   printf '%8.2f s wall %8.2f s CPU  %s\n' "$(echo "$e - $s" | bc)" "$cpu" "${*/#$bin/attn-tuner}"
 }
 sqlite3 "$db" "PRAGMA wal_checkpoint(TRUNCATE)" >/dev/null
