@@ -271,7 +271,10 @@ void Loop::evaluate(InFlight& job, GpuSlot& slot) {
         it.status = IterationStatus::discard;
         it.fidelity = Fidelity::screen;
         for (const auto& c : r.cases) it.cases.push_back(to_record(c));
-        it.description = fmt::format("{}; {}: not evaluated in full; {}", head, what, resources_text(cv));
+        // Short: the screened cases are its case_results rows, and fidelity screen says it went no further.
+        it.description = fmt::format("{}; screened out on {} of {} cases with at most {} samples: {:.4f} ms, {}; {}",
+                                     head, screen_->case_ids.size(), screen_->suite_cases,
+                                     o_.ladder.screen_max_samples, r.score_ms, v.reason, resources_text(cv));
         return finish(it, cfg, slot);
       }
       screen_note = what + ": evaluated in full; ";

@@ -1,6 +1,12 @@
 // Where the tuning loop starts from (daemon/loop.hpp): a resumed DB (interrupted rows, configs already
 // evaluated, champions), the seeds and fidelity of the run, and templates that join the search: proposals
 // of earlier runs and of the proposer hook.
+#include <algorithm>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -45,20 +51,43 @@ void Loop::resume() {
   IterationQuery q;
   q.suite = suite_label_;
   q.statuses = {IterationStatus::keep, IterationStatus::discard, IterationStatus::crash};
+  // The history goes into the search in (score, iter) order: SearchState keeps its ranking in a sorted vector, so
+  // each config then lands at its end (in iter order a night's million configs cost O(n^2) moves). A config met
+  // twice keeps its latest iteration's outcome, as recording in iter order does.
+  struct Row {
+    SearchState* st;
+    Config config;
+    std::string key;  // "<template> <config>"
+    Outcome outcome;
+  };
+  std::vector<Row> rows;
+  std::unordered_map<std::string, std::int64_t> latest;  // key -> its latest iter
+  std::unordered_set<std::int64_t> whole_suite;          // iters with a whole-suite score
   for (const auto& it : db_.iterations(q)) {
     if (!kernels_.count(it.template_name)) continue;
     // A row recorded before a parameter was added to the template is its config at that parameter's
     // default (the source's #ifndef): completed, it counts as evaluated in the current space.
     SearchState& st = search_.state(it.template_name);
-    st.record(st.space().complete(config_from_json(it.params_json)), outcome_of(it));
+    Config c = st.space().complete(config_from_json(it.params_json));
+    std::string key = it.template_name + ' ' + config_to_json(c);
+    latest[key] = it.iter;  // rows come in iter order
+    if (it.geomean_ms) whole_suite.insert(it.iter);
+    rows.push_back({&st, std::move(c), std::move(key), outcome_of(it)});
     if (it.screen_ms && (!best_screen_ms_ || *it.screen_ms < *best_screen_ms_)) best_screen_ms_ = it.screen_ms;
     ++known;
   }
+  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+    if (a.outcome.ok() != b.outcome.ok()) return !a.outcome.ok();  // failures are not ranked: first
+    if (a.outcome.ok() && *a.outcome.score_ms != *b.outcome.score_ms) return *a.outcome.score_ms < *b.outcome.score_ms;
+    return a.outcome.iter < b.outcome.iter;
+  });
+  for (auto& r : rows)
+    if (latest.at(r.key) == r.outcome.iter) r.st->record(r.config, std::move(r.outcome));
+  rows.clear();
   for (const auto& name : search_.template_names()) {  // champion: the best whole-suite score
     auto& st = search_.state(name);
     for (const auto& [c, outcome] : st.ranked()) {
-      const auto row = db_.iteration(outcome.iter);
-      if (row && row->geomean_ms) {
+      if (whole_suite.count(outcome.iter)) {
         st.set_champion(c);
         break;
       }

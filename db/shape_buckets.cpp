@@ -4,8 +4,11 @@
 #include <cmath>
 #include <map>
 #include <tuple>
+#include <unordered_map>
 
 #include <fmt/format.h>
+
+#include "db/store_rows.hpp"
 
 namespace attn {
 
@@ -71,11 +74,22 @@ std::vector<IterationRecord> bucket_candidates(ExperimentDb& db, const std::stri
   q.suite = suite;
   q.statuses = {IterationStatus::keep, IterationStatus::discard};
   std::vector<IterationRecord> out;
+  std::unordered_map<std::int64_t, std::size_t> at;  // iter -> index in out
   for (IterationRecord& it : db.iterations(q)) {
     if (!counts_for_buckets(it)) continue;
     if (!run_ids.empty() && std::find(run_ids.begin(), run_ids.end(), it.run_id) == run_ids.end()) continue;
-    it.cases = db.case_results(it.iter);
+    at.emplace(it.iter, out.size());
     out.push_back(std::move(it));
+  }
+  // Their cases in one statement (one query an iteration took ~20 s on a night's DB of 200,000 whole-suite rows).
+  auto st = db.connection().prepare(fmt::format(
+      "SELECT r.iteration_id, {} FROM case_results r JOIN iteration_rows i ON i.id = r.iteration_id WHERE i.suite = ? "
+      "AND i.fidelity = 'full' AND i.status IN ('keep', 'discard') ORDER BY r.iteration_id, r.case_id",
+      db::rows::kCaseColumnsOf));
+  st.bind(1, suite);
+  while (st.step()) {
+    const auto found = at.find(st.column_int64(0));
+    if (found != at.end()) out[found->second].cases.push_back(db::rows::read_case(st, 1));
   }
   return out;
 }
