@@ -3,6 +3,7 @@
 #include <cmath>
 #include <set>
 #include <stdexcept>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -225,6 +226,40 @@ std::vector<IterationRecord> ExperimentDb::iterations(const IterationQuery& q) {
   std::vector<IterationRecord> out;
   while (st.step()) out.push_back(rows::read_iteration(st));
   return out;
+}
+
+SearchHistory ExperimentDb::search_history(const std::string& suite) {
+  SearchHistory h;
+  std::unordered_map<std::int64_t, std::string> names;  // param_names: a handful of lists
+  {
+    auto st = conn_.prepare("SELECT id, names FROM param_names");
+    while (st.step()) names.emplace(st.column_int64(0), st.column_text(1));
+  }
+  std::unordered_map<std::int64_t, std::size_t> index;  // configs.id -> h.configs
+  auto st = conn_.prepare(
+      "SELECT i.id, i.config_id, i.status, i.failure_kind, i.geomean_ms, i.screen_ms, c.template, c.names_id, "
+      "c.param_values FROM iteration_rows i JOIN configs c ON c.id = i.config_id WHERE i.suite = ? AND i.status IN "
+      "('keep', 'discard', 'crash') ORDER BY i.id");
+  st.bind(1, suite);
+  while (st.step()) {
+    HistoryRow r;
+    r.iter = st.column_int64(0);
+    const auto [at, added] = index.try_emplace(st.column_int64(1), h.configs.size());
+    if (added) h.configs.push_back({st.column_text(6), names.at(st.column_int64(7)), st.column_text(8)});
+    r.config = at->second;
+    r.status = parse_iteration_status(st.column_text(2));
+    r.failure_kind = parse_failure_kind(st.column_text(3));
+    r.geomean_ms = st.column_opt_double(4);
+    r.screen_ms = st.column_opt_double(5);
+    h.rows.push_back(r);
+  }
+  return h;
+}
+
+std::pair<std::size_t, std::optional<std::int64_t>> ExperimentDb::finished_tail() {
+  auto st = conn_.prepare("SELECT count(*), max(id) FROM iteration_rows WHERE status != 'running'");
+  st.step();
+  return {static_cast<std::size_t>(st.column_int64(0)), st.column_opt_int64(1)};
 }
 
 std::optional<IterationRecord> ExperimentDb::iteration(std::int64_t iter) {

@@ -34,6 +34,17 @@ def _compact(v):
     return v if isinstance(v, str) else json.dumps(v)
 
 
+def params_of(it, missing="-"):
+    """An iteration's `params` (compact_params): read from the DB, or rendered from its config (a schema-10 DB is
+    read without it: a night's million rows took most of the report's time rendering params it shows a few of);
+    `missing` for no iteration."""
+    if not it:
+        return missing
+    if "params" not in it:
+        it["params"] = ",".join(f"{k}={_compact(v)}" for k, v in it["config"].items())
+    return it["params"]
+
+
 def _rows(conn, sql, *args):
     return [dict(r) for r in conn.execute(sql, args)]
 
@@ -49,8 +60,8 @@ def load(conn, suite):
     cols = """i.id, i.run_id, i.variant_id, i.status, i.failure_kind, i.geomean_ms, i.delta_ms, i.window_ms,
               i.global_ms, i.retrieval_ms, i.description, i.started_at, i.finished_at, i.gpu_ms, i.compile_ms"""
     if columns(conn, "configs"):
-        # Schema 9: the config's names and values (the view `iterations` renders params in SQL, ten times slower on
-        # a million rows); `params` as compact_params writes it.
+        # Schema 10: the config's names and values (the view `iterations` renders params in SQL, ten times slower
+        # on a million rows); `params` when shown (params_of).
         its = _rows(conn, f"""SELECT {cols}, {fid} AS fidelity, c.template, n.names, c.param_values
                               FROM iteration_rows i JOIN configs c ON c.id = i.config_id
                               JOIN param_names n ON n.id = c.names_id WHERE i.suite = ? ORDER BY i.id""", suite)
@@ -60,7 +71,6 @@ def load(conn, suite):
             cfg = dict(zip(names, json.loads(it.pop("param_values"))))
             del it["names"]
             it["config"] = cfg
-            it["params"] = ",".join(f"{k}={_compact(v)}" for k, v in cfg.items())
     else:
         its = _rows(conn, f"""SELECT {cols}, {fid} AS fidelity, i.template, i.params_json, i.params
                               FROM iterations i WHERE i.suite = ? ORDER BY i.id""", suite)

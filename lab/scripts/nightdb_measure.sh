@@ -2,9 +2,11 @@
 # Times what a user runs on a night's DB (issue 38): `status`, `query best`, `report`, `export` and a resume (a run
 # of the daemon on the DB with the fake worker: seconds from its start to its "history: ..." line, when the DB has
 # been read and the search is about to go on), and prints the DB's size. Built by lab/scripts/nightdb_gen.cpp (+
-# nightdb_clone.py). The export recompiles the champions with NVRTC (--allow-stale-source: the generated content
-# hashes are not the template's).
-# usage: lab/scripts/nightdb_measure.sh DB [BUILD_DIR]
+# nightdb_clone.py), whose whole-suite variants have their real content hashes and cubin paths in
+# /tmp/nightdb-cache. `export` runs twice: first with that cache empty (NVRTC compiles the exported variants), then
+# with their cubins compiled into it (`attn-tuner compile --cache`), as a night's compile cache has them. The
+# resume uses that cache (its champion's cubin) and runs twice: with iters.tsv as the night left it (written by
+# `query tsv`, untimed) and without one (rebuilt from the DB).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 db=$(realpath "$1") bin=${2:-$root/build}/attn-tuner
@@ -26,21 +28,33 @@ echo "$(sqlite3 "$db" 'SELECT count(*) FROM iteration_rows') iterations, $(stat 
 timed "$bin" status --db "$db"
 timed "$bin" query best --db "$db" --suite full
 timed "$bin" report --db "$db" --suite full --out "$work/report"
+cache=/tmp/nightdb-cache
+rm -rf "$cache"
 timed "$bin" export --db "$db" --suite full --out "$work/sub" --allow-stale-source
-cp "$db" "$work/resume.db"
-python3 - "$bin" "$work" "$root" <<'PY'
+python3 - "$work/sub/export_plan.json" >"$work/configs.txt" <<'PY'
+import json, sys
+for v in json.load(open(sys.argv[1]))["variants"]:
+    print(v["template"], json.dumps(v["defines"], separators=(",", ":")))
+PY
+while read -r tmpl cfg; do
+  "$bin" compile --template "$tmpl" --config "$cfg" --cache "$cache" >/dev/null
+done <"$work/configs.txt"
+rm -rf "$work/sub"
+timed "$bin" export --db "$db" --suite full --out "$work/sub" --allow-stale-source
+resume() {  # resume LABEL: a run on a copy of the DB to its "history:" line
+  python3 - "$bin" "$work" "$root" "$cache" "$1" <<'PY'
 import os, subprocess, sys, time
-bin, work, root = sys.argv[1:4]
+bin, work, root, cache, label = sys.argv[1:6]
 t0 = time.time()
 p = subprocess.Popen([bin, "run", "--db", f"{work}/resume.db", "--suite", "full", "--template", "fa3_tma",
                       "--budget", "10m", "--worker-exe", f"{root}/tests/daemon/fake_worker.py", "--cache",
-                      f"{work}/cache", "--jobs", "1"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                      cache, "--jobs", "1"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 seen = None
 for line in p.stdout:
     if line.startswith("history:"):
         seen = time.time() - t0
         cpu = sum(float(x) / os.sysconf("SC_CLK_TCK") for x in open(f"/proc/{p.pid}/stat").read().split(")")[1].split()[11:13])
-        print(f"{seen:8.2f} s wall {cpu:8.2f} s CPU  resume (run on the DB to its line: {line.strip()})")
+        print(f"{seen:8.2f} s wall {cpu:8.2f} s CPU  resume, {label} (run on the DB to its line: {line.strip()})")
         break
 p.terminate()
 try:
@@ -48,6 +62,13 @@ try:
 except subprocess.TimeoutExpired:
     p.kill()
 if seen is None:
-    print("FAILED: resume printed no history line")
+    print(f"FAILED: resume, {label}: no history line")
 PY
+}
+cp "$db" "$work/resume.db"
+"$bin" query tsv --db "$work/resume.db" --out "$work/iters.tsv" >/dev/null
+resume "iters.tsv in step"
+cp "$db" "$work/resume.db"
+rm -f "$work/iters.tsv"
+resume "iters.tsv missing: rebuilt"
 rm -rf "$work"
