@@ -201,13 +201,17 @@ std::vector<IterationRecord> ExperimentDb::mark_interrupted_iterations() {
 
 std::vector<IterationRecord> ExperimentDb::iterations(const IterationQuery& q) {
   std::string sql = fmt::format("SELECT {} FROM {} WHERE 1", rows::kIterationColumns, rows::kIterationFrom);
-  if (q.suite) sql += " AND i.suite = ?";
+  // In id order the rows are read by a scan of the table (`+` keeps SQLite off the suite index): through the index a
+  // suite of a night's DB is a million lookups and a sort, three times as long. Fastest first uses the index.
+  const bool by_id = q.order != IterationQuery::Order::geomean_asc;
+  if (q.suite) sql += by_id ? " AND +i.suite = ?" : " AND i.suite = ?";
   if (q.run_id) sql += " AND i.run_id = ?";
   if (!q.statuses.empty()) {
     sql += " AND i.status IN (";
     for (std::size_t i = 0; i < q.statuses.size(); ++i) sql += i ? ", ?" : "?";
     sql += ")";
   }
+  if (q.fidelity) sql += " AND i.fidelity = ?";
   switch (q.order) {
     case IterationQuery::Order::iter_asc: sql += " ORDER BY i.id"; break;
     case IterationQuery::Order::iter_desc: sql += " ORDER BY i.id DESC"; break;
@@ -222,6 +226,7 @@ std::vector<IterationRecord> ExperimentDb::iterations(const IterationQuery& q) {
   if (q.suite) st.bind(p++, *q.suite);
   if (q.run_id) st.bind(p++, *q.run_id);
   for (auto s : q.statuses) st.bind(p++, to_string(s));
+  if (q.fidelity) st.bind(p++, to_string(*q.fidelity));
   if (q.limit) st.bind(p++, *q.limit);
   std::vector<IterationRecord> out;
   while (st.step()) out.push_back(rows::read_iteration(st));
