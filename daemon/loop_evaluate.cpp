@@ -68,7 +68,9 @@ Outcome outcome_of(const IterationRecord& it) {
   return outcome_from(it.iter, it.status, it.failure_kind, it.geomean_ms, it.screen_ms);
 }
 
-Outcome outcome_of(const HistoryRow& r) { return outcome_from(r.iter, r.status, r.failure_kind, r.geomean_ms, r.screen_ms); }
+Outcome outcome_of(const HistoryRow& r) {
+  return outcome_from(r.iter, r.status, r.failure_kind, r.geomean_ms, r.screen_ms);
+}
 
 HoldoutResult Loop::eval_on_holdout(GpuSlot& slot, const Contender& c) {
   HoldoutResult h;

@@ -108,7 +108,8 @@ int main(int argc, char** argv) {
   std::vector<std::uint32_t> valid, invalid;
   for (std::uint64_t idx = 0; idx < space_size; ++idx)
     (tspace.check(config_from_json(point(idx).dump())) ? invalid : valid).push_back(static_cast<std::uint32_t>(idx));
-  std::fprintf(stderr, "fa3_tma: %zu valid configs of %llu\n", valid.size(), static_cast<unsigned long long>(space_size));
+  std::fprintf(stderr, "fa3_tma: %zu valid configs of %llu\n", valid.size(),
+               static_cast<unsigned long long>(space_size));
   constexpr std::uint64_t kStride = 1000003;  // a prime: i -> i * kStride mod n is one to one
   double best_screen = 0.19, best_ms = 0.30;
   std::int64_t best_iter = 0, proposals = 0, ideas = 0;
