@@ -86,4 +86,35 @@ Config config_from_json(const std::string& json) {
   return c;
 }
 
+Config config_from_lists(const std::vector<std::string>& names, std::string_view values_json) {
+  // The lists the DB writes are plain integers: read them without a JSON document; anything else goes through
+  // config_from_json, for its checks and messages.
+  Config c;
+  std::size_t i = 0, k = 0;
+  const std::size_t n = values_json.size();
+  bool plain = n >= 2 && values_json.front() == '[' && values_json.back() == ']';
+  for (i = 1; plain && i + 1 < n; ++k) {
+    std::int64_t v = 0;
+    const auto [end, ec] = std::from_chars(values_json.data() + i, values_json.data() + n - 1, v);
+    plain = ec == std::errc() && k < names.size();
+    if (!plain) break;
+    c.emplace_hint(c.end(), names[k], v);
+    i = static_cast<std::size_t>(end - values_json.data());
+    if (i + 1 < n) plain = values_json[i++] == ',';
+  }
+  if (plain && k == names.size() && c.size() == names.size()) return c;
+  nlohmann::json values;
+  try {
+    values = nlohmann::json::parse(values_json);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument(fmt::format("config values are not valid JSON: {}", e.what()));
+  }
+  if (!values.is_array() || values.size() != names.size())
+    throw std::invalid_argument(fmt::format("config values {} do not pair up with the {} names", values.dump(),
+                                            names.size()));
+  nlohmann::json object = nlohmann::json::object();
+  for (std::size_t j = 0; j < names.size(); ++j) object[names[j]] = values[j];
+  return config_from_json(object.dump());
+}
+
 }  // namespace attn

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace attn {
 
@@ -29,5 +31,9 @@ Config config_from_compact(const std::string& s);
 /// non-integer value (naming the key).
 std::string config_to_json(const Config& c);
 Config config_from_json(const std::string& json);
+/// The config of a list of parameter names and a JSON list of their values in that order, as the DB stores
+/// one (docs/db-schema.md `configs`: ["BLOCK_N","STAGES"] and [64,2]). Throws std::invalid_argument, as
+/// config_from_json, for a value that is not an integer or lists that do not pair up.
+Config config_from_lists(const std::vector<std::string>& names, std::string_view values_json);
 
 }  // namespace attn

@@ -130,7 +130,7 @@ std::vector<std::string> recompute_champions(ExperimentDb& db, const std::map<st
 void merge_one(sqlite::Connection& conn, const std::string& path, MergeSummary& sum,
                std::map<std::pair<std::string, ChampionScope>, std::vector<Candidate>>& candidates) {
   const std::int64_t off_run = scalar(conn, "SELECT MAX(id) FROM main.runs");
-  const std::int64_t off_it = scalar(conn, "SELECT MAX(id) FROM main.iterations");
+  const std::int64_t off_it = scalar(conn, "SELECT MAX(id) FROM main.iteration_rows");
   const std::int64_t off_prop = scalar(conn, "SELECT MAX(id) FROM main.proposals");
   const std::int64_t off_hold = scalar(conn, "SELECT MAX(id) FROM main.holdout_checks");
   const std::int64_t off_hist = scalar(conn, "SELECT MAX(id) FROM main.champion_history");
@@ -138,23 +138,6 @@ void merge_one(sqlite::Connection& conn, const std::string& path, MergeSummary& 
 
   copy_rows(conn, "runs", {{"id", plus("id", off_run)}}, "ORDER BY s.id");
   sum.runs += scalar(conn, "SELECT count(*) FROM src.runs");
-
-  // Variants by content hash: the first input's row is kept, the others map onto it.
-  const std::int64_t before = scalar(conn, "SELECT count(*) FROM main.variants");
-  auto vcols = columns_of(conn, "main", "variants");
-  vcols.erase(vcols.begin());  // id: a new one
-  std::string names;
-  for (const auto& c : vcols) names += (names.empty() ? "" : ", ") + c;
-  std::string exprs;
-  for (const auto& c : vcols) exprs += (exprs.empty() ? "s." : ", s.") + c;
-  conn.exec(fmt::format("INSERT INTO main.variants ({}) SELECT {} FROM src.variants s WHERE NOT EXISTS "
-                        "(SELECT 1 FROM main.variants m WHERE m.content_hash = s.content_hash) ORDER BY s.id",
-                        names, exprs));
-  const std::int64_t added = scalar(conn, "SELECT count(*) FROM main.variants") - before;
-  sum.variants_shared += scalar(conn, "SELECT count(*) FROM src.variants") - added;
-  conn.exec("DROP TABLE IF EXISTS temp.vmap");
-  conn.exec("CREATE TEMP TABLE vmap AS SELECT s.id AS old, m.id AS new FROM src.variants s JOIN main.variants m "
-            "ON m.content_hash = s.content_hash");
 
   // Proposal templates: a name another input used already gets this proposal's new id.
   conn.exec("DROP TABLE IF EXISTS temp.tmap");
@@ -172,6 +155,42 @@ void merge_one(sqlite::Connection& conn, const std::string& path, MergeSummary& 
     }
   }
   const std::string tmpl = "COALESCE((SELECT t.new FROM temp.tmap t WHERE t.old = s.template), s.template)";
+  // Configs (schema 10): name lists and configs by value, a proposal's template renamed as above; cmap maps this
+  // input's config ids onto OUT's.
+  conn.exec("INSERT OR IGNORE INTO main.param_names (names) SELECT names FROM src.param_names ORDER BY id");
+  conn.exec("DROP TABLE IF EXISTS temp.nmap");
+  conn.exec("CREATE TEMP TABLE nmap (old INTEGER PRIMARY KEY, new INTEGER NOT NULL)");
+  conn.exec("INSERT INTO temp.nmap SELECT s.id, m.id FROM src.param_names s JOIN main.param_names m ON m.names = "
+            "s.names");
+  conn.exec(fmt::format("INSERT OR IGNORE INTO main.configs (template, names_id, param_values) SELECT {}, n.new, "
+                        "s.param_values FROM src.configs s JOIN temp.nmap n ON n.old = s.names_id ORDER BY s.id",
+                        tmpl));
+  conn.exec("DROP TABLE IF EXISTS temp.cmap");
+  conn.exec("CREATE TEMP TABLE cmap (old INTEGER PRIMARY KEY, new INTEGER NOT NULL)");
+  conn.exec(fmt::format("INSERT INTO temp.cmap SELECT s.id, m.id FROM src.configs s JOIN temp.nmap n ON n.old = "
+                        "s.names_id JOIN main.configs m ON m.template = {} AND m.param_values = s.param_values AND "
+                        "m.names_id = n.new",
+                        tmpl));
+  const std::string config = "(SELECT c.new FROM temp.cmap c WHERE c.old = s.config_id)";
+
+  // Variants by content hash: the first input's row is kept, the others map onto it.
+  const std::int64_t before = scalar(conn, "SELECT count(*) FROM main.variant_rows");
+  auto vcols = columns_of(conn, "main", "variant_rows");
+  vcols.erase(vcols.begin());  // id: a new one
+  std::string names;
+  for (const auto& c : vcols) names += (names.empty() ? "" : ", ") + c;
+  std::string exprs;
+  for (const auto& c : vcols) exprs += (exprs.empty() ? "" : ", ") + (c == "config_id" ? config : "s." + c);
+  conn.exec(fmt::format("INSERT INTO main.variant_rows ({}) SELECT {} FROM src.variant_rows s WHERE NOT EXISTS "
+                        "(SELECT 1 FROM main.variant_rows m WHERE m.content_hash = s.content_hash) ORDER BY s.id",
+                        names, exprs));
+  const std::int64_t added = scalar(conn, "SELECT count(*) FROM main.variant_rows") - before;
+  sum.variants_shared += scalar(conn, "SELECT count(*) FROM src.variant_rows") - added;
+  conn.exec("DROP TABLE IF EXISTS temp.vmap");
+  conn.exec("CREATE TEMP TABLE vmap (old INTEGER PRIMARY KEY, new INTEGER NOT NULL)");
+  conn.exec("INSERT INTO temp.vmap SELECT s.id, m.id FROM src.variant_rows s JOIN main.variant_rows m ON "
+            "m.content_hash = s.content_hash");
+
   copy_rows(conn, "proposals",
             {{"id", plus("id", off_prop)},
              {"run_id", plus("run_id", off_run)},
@@ -182,27 +201,34 @@ void merge_one(sqlite::Connection& conn, const std::string& path, MergeSummary& 
             "ORDER BY s.id");
   sum.proposals += scalar(conn, "SELECT count(*) FROM src.proposals");
 
-  copy_rows(conn, "iterations",
-            {{"id", plus("id", off_it)},
+  conn.exec("INSERT OR IGNORE INTO main.gpus (uuid) SELECT uuid FROM src.gpus ORDER BY id");
+  copy_rows(conn, "iteration_rows",
+            {{"gpu_key", "(SELECT m.id FROM src.gpus k JOIN main.gpus m ON m.uuid = k.uuid WHERE k.id = s.gpu_key)"},
+             {"id", plus("id", off_it)},
              {"run_id", plus("run_id", off_run)},
              {"variant_id", "(SELECT v.new FROM temp.vmap v WHERE v.old = s.variant_id)"},
              {"proposal_id", plus("proposal_id", off_prop)},
-             {"template", tmpl}},
+             {"config_id", config}},
             "ORDER BY s.id");
-  sum.iterations += scalar(conn, "SELECT count(*) FROM src.iterations");
+  sum.iterations += scalar(conn, "SELECT count(*) FROM src.iteration_rows");
   // Provenance: where each iteration came from. An input that is itself a merge passes its sources on.
   conn.prepare(fmt::format(
                    "INSERT INTO main.iteration_sources (iteration_id, source_db, source_run_id, source_iteration_id, "
                    "host) SELECT s.id + {0}, COALESCE(p.source_db, ?), COALESCE(p.source_run_id, s.run_id), "
-                   "COALESCE(p.source_iteration_id, s.id), COALESCE(p.host, r.host) FROM src.iterations s "
+                   "COALESCE(p.source_iteration_id, s.id), COALESCE(p.host, r.host) FROM src.iteration_rows s "
                    "JOIN src.runs r ON r.id = s.run_id LEFT JOIN src.iteration_sources p ON p.iteration_id = s.id "
                    "ORDER BY s.id",
                    off_it))
       .bind(1, fs::absolute(path).lexically_normal().string())
       .run();
 
-  copy_rows(conn, "case_results", {{"iteration_id", plus("iteration_id", off_it)}}, "");
-  sum.case_results += scalar(conn, "SELECT count(*) FROM src.case_results");
+  conn.exec("INSERT OR IGNORE INTO main.cases (case_id, family) SELECT case_id, family FROM src.cases ORDER BY id");
+  copy_rows(conn, "case_rows",
+            {{"iteration_id", plus("iteration_id", off_it)},
+             {"case_key", "(SELECT m.id FROM src.cases k JOIN main.cases m ON m.case_id = k.case_id AND m.family = "
+                          "k.family WHERE k.id = s.case_key)"}},
+            "");
+  sum.case_results += scalar(conn, "SELECT count(*) FROM src.case_rows");
   copy_rows(conn, "holdout_checks",
             {{"id", plus("id", off_hold)},
              {"run_id", plus("run_id", off_run)},

@@ -53,6 +53,8 @@ std::string resources_text(const CompiledVariant& cv);
 /// What the search learns from a finished iteration: the whole-suite score, else the screen score (an
 /// estimate of it, for the strategies' ranking; never a champion), else a failure.
 Outcome outcome_of(const IterationRecord& it);
+/// The same, of a row of ExperimentDb::search_history (a resume).
+Outcome outcome_of(const HistoryRow& r);
 
 /// One proposal compiling ahead, or a patched sibling (Loop::queue_siblings) whose cubin is ready.
 struct InFlight {
@@ -121,7 +123,11 @@ class Loop {
   StopRequest& stop_;
   ExperimentDb db_;
   std::string suite_label_, templates_dir_, tsv_path_;
-  ItersTsvWriter tsv_{tsv_path_, [this] { return db_.iterations(); }};  // rebuilt from the DB when needed
+  ItersTsvWriter tsv_{tsv_path_, [this] { return db_.iterations(); },  // rebuilt from the DB when needed
+                      [this] {
+                        const auto [finished, last] = db_.finished_tail();
+                        return ItersTsvWriter::Tail{finished, last ? db_.iteration(*last) : std::nullopt};
+                      }};
   std::vector<CaseSpec> cases_;
   Compiler compiler_;
   CompilePool pool_;

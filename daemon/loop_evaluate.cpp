@@ -54,12 +54,23 @@ std::string resources_text(const CompiledVariant& cv) {
 
 /// What the search learns from a finished iteration: the whole-suite score, else the screen score (an
 /// estimate of it, for the strategies' ranking; never a champion), else a failure.
-Outcome outcome_of(const IterationRecord& it) {
-  if (it.status != IterationStatus::crash) {
-    if (it.geomean_ms) return Outcome::success(it.iter, *it.geomean_ms);
-    if (it.screen_ms) return Outcome::success(it.iter, *it.screen_ms);
+namespace {
+Outcome outcome_from(std::int64_t iter, IterationStatus status, FailureKind kind, std::optional<double> geomean_ms,
+                     std::optional<double> screen_ms) {
+  if (status != IterationStatus::crash) {
+    if (geomean_ms) return Outcome::success(iter, *geomean_ms);
+    if (screen_ms) return Outcome::success(iter, *screen_ms);
   }
-  return Outcome::failed(it.iter, to_string(it.failure_kind));
+  return Outcome::failed(iter, to_string(kind));
+}
+}  // namespace
+
+Outcome outcome_of(const IterationRecord& it) {
+  return outcome_from(it.iter, it.status, it.failure_kind, it.geomean_ms, it.screen_ms);
+}
+
+Outcome outcome_of(const HistoryRow& r) {
+  return outcome_from(r.iter, r.status, r.failure_kind, r.geomean_ms, r.screen_ms);
 }
 
 HoldoutResult Loop::eval_on_holdout(GpuSlot& slot, const Contender& c) {
@@ -281,7 +292,10 @@ void Loop::evaluate(InFlight& job, GpuSlot& slot) {
         it.status = IterationStatus::discard;
         it.fidelity = Fidelity::screen;
         for (const auto& c : r.cases) it.cases.push_back(to_record(c));
-        it.description = fmt::format("{}; {}: not evaluated in full; {}", head, what, resources_text(cv));
+        // Short: the screened cases are its case_results rows, and fidelity screen says it went no further.
+        it.description = fmt::format("{}; screened out on {} of {} cases with at most {} samples: {:.4f} ms, {}; {}",
+                                     head, screen_->case_ids.size(), screen_->suite_cases,
+                                     o_.ladder.screen_max_samples, r.score_ms, v.reason, resources_text(cv));
         if (o_.spare_evals && spare_candidate(r.score_ms, best_screen_ms_, o_.spare_cutoff)) {
           ScreenedNearMiss miss{job.proposal, it.iter, cv};
           miss.cv.cubin.clear();

@@ -1,7 +1,16 @@
 // Where the tuning loop starts from (daemon/loop.hpp): a resumed DB (interrupted rows, configs already
 // evaluated, champions), the seeds and fidelity of the run, and templates that join the search: proposals
 // of earlier runs and of the proposer hook.
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "core/templates_dir.hpp"
@@ -40,25 +49,47 @@ void Loop::resume() {
   if (!runs.empty() || !its.empty())
     say(fmt::format("resumed: {} run(s) and {} iteration(s) left running were marked interrupted", runs.size(),
                     its.size()));
-  tsv_.rebuild();
-  std::size_t known = 0;
-  IterationQuery q;
-  q.suite = suite_label_;
-  q.statuses = {IterationStatus::keep, IterationStatus::discard, IterationStatus::crash};
-  for (const auto& it : db_.iterations(q)) {
-    if (!kernels_.count(it.template_name)) continue;
+  tsv_.rebuild_unless_current();
+  // The history, read lean (a night's million rows) and recorded into each template's search at once.
+  const SearchHistory history = db_.search_history(suite_label_);
+  std::unordered_map<std::string, std::vector<std::string>> names;  // a names list -> the names
+  std::vector<std::optional<Config>> configs(history.configs.size());  // completed; none: not a searched template
+  for (std::size_t i = 0; i < history.configs.size(); ++i) {
+    const HistoryConfig& hc = history.configs[i];
+    if (!kernels_.count(hc.template_name)) continue;
+    auto [at, added] = names.try_emplace(hc.names_json);
+    if (added) at->second = nlohmann::json::parse(hc.names_json).get<std::vector<std::string>>();
     // A row recorded before a parameter was added to the template is its config at that parameter's
     // default (the source's #ifndef): completed, it counts as evaluated in the current space.
-    SearchState& st = search_.state(it.template_name);
-    st.record(st.space().complete(config_from_json(it.params_json)), outcome_of(it));
-    if (it.screen_ms && (!best_screen_ms_ || *it.screen_ms < *best_screen_ms_)) best_screen_ms_ = it.screen_ms;
+    Config c = config_from_lists(at->second, hc.values_json);
+    const TemplateSpace& space = search_.state(hc.template_name).space();
+    const auto& params = space.parameters();
+    if (std::any_of(params.begin(), params.end(), [&](const Parameter& p) { return !c.count(p.name); }))
+      c = space.complete(c);
+    configs[i] = std::move(c);
+  }
+  std::vector<std::size_t> uses(history.configs.size(), 0);  // rows left of each config: the last one takes it
+  for (const HistoryRow& r : history.rows) ++uses[r.config];
+  std::map<std::string, std::vector<std::pair<Config, Outcome>>> by_template;
+  std::unordered_set<std::int64_t> whole_suite;  // iters with a whole-suite score
+  std::size_t known = 0;
+  for (const HistoryRow& r : history.rows) {
+    if (!configs[r.config]) continue;
+    auto& rows = by_template[history.configs[r.config].template_name];
+    if (--uses[r.config] == 0) rows.emplace_back(std::move(*configs[r.config]), outcome_of(r));
+    else rows.emplace_back(*configs[r.config], outcome_of(r));
+    if (r.geomean_ms) whole_suite.insert(r.iter);
+    if (r.screen_ms && (!best_screen_ms_ || *r.screen_ms < *best_screen_ms_)) best_screen_ms_ = r.screen_ms;
     ++known;
   }
+  configs.clear();
+  // In iter order: a config met twice keeps its latest iteration's outcome.
+  for (auto& [name, rows] : by_template) search_.state(name).record_all(std::move(rows));
+  by_template.clear();
   for (const auto& name : search_.template_names()) {  // champion: the best whole-suite score
     auto& st = search_.state(name);
     for (const auto& [c, outcome] : st.ranked()) {
-      const auto row = db_.iteration(outcome.iter);
-      if (row && row->geomean_ms) {
+      if (whole_suite.count(outcome.iter)) {
         st.set_champion(c);
         break;
       }

@@ -3,12 +3,14 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -122,6 +124,38 @@ void write_all(const std::string& path, const std::vector<IterationRecord>& rows
     errno = saved;
     fail_errno(path, "replace (rename)");
   }
+}
+
+bool tsv_matches(const std::string& path, std::size_t finished, const std::string& last_line) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  std::string head, tail;  // the first line; the end of the file, at least the last line and its newline
+  const std::size_t keep = last_line.size() + 2;
+  std::size_t lines = 0;
+  std::vector<char> buf(1 << 20);
+  bool ok = true;
+  for (;;) {
+    const ssize_t got = ::read(fd, buf.data(), buf.size());
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      ok = false;
+      break;
+    }
+    if (got == 0) break;
+    const char* b = buf.data();
+    const char* e = b + got;
+    if (head.size() <= kItersTsvHeader.size()) head.append(b, std::min<std::size_t>(got, kItersTsvHeader.size() + 1));
+    for (const char* at = b; (at = static_cast<const char*>(std::memchr(at, '\n', e - at))) != nullptr; ++at) ++lines;
+    tail.append(b, e);
+    if (tail.size() > 2 * keep + buf.size()) tail.erase(0, tail.size() - keep);
+  }
+  ::close(fd);
+  if (!ok || lines != finished + 1 || tail.empty() || tail.back() != '\n') return false;
+  if (head.compare(0, kItersTsvHeader.size() + 1, std::string(kItersTsvHeader) + '\n') != 0) return false;
+  if (finished == 0) return true;
+  tail.pop_back();
+  const auto nl = tail.rfind('\n');
+  return nl != std::string::npos && tail.compare(nl + 1, std::string::npos, last_line) == 0;
 }
 
 }  // namespace attn

@@ -9,8 +9,8 @@
 
 namespace attn {
 
-ItersTsvWriter::ItersTsvWriter(std::string path, AllRows all_rows)
-    : path_(std::move(path)), all_rows_(std::move(all_rows)) {}
+ItersTsvWriter::ItersTsvWriter(std::string path, AllRows all_rows, TailOf tail)
+    : path_(std::move(path)), all_rows_(std::move(all_rows)), tail_(std::move(tail)) {}
 
 void ItersTsvWriter::remember_size() {
   std::error_code ec;
@@ -22,6 +22,18 @@ void ItersTsvWriter::rebuild() {
   expected_size_.reset();
   write_all(path_, all_rows_());
   remember_size();
+}
+
+bool ItersTsvWriter::rebuild_unless_current() {
+  if (tail_) {
+    const Tail t = tail_();
+    if (tsv_matches(path_, t.finished, t.last ? render_row(*t.last) : std::string())) {
+      remember_size();
+      return false;
+    }
+  }
+  rebuild();
+  return true;
 }
 
 ItersTsvWriter::Outcome ItersTsvWriter::write(const IterationRecord& it, std::string& message) {

@@ -16,11 +16,22 @@ class ItersTsvWriter {
  public:
   /// `all_rows` reads every iteration from the DB (in iter order), for rebuilds.
   using AllRows = std::function<std::vector<IterationRecord>()>;
-  ItersTsvWriter(std::string path, AllRows all_rows);
+  /// What the file's end must be for a DB: its number of finished iterations and the last one.
+  struct Tail {
+    std::size_t finished = 0;
+    std::optional<IterationRecord> last;
+  };
+  using TailOf = std::function<Tail()>;
+  /// `tail` reads the DB's Tail, for rebuild_unless_current() (none: it always rebuilds).
+  ItersTsvWriter(std::string path, AllRows all_rows, TailOf tail = {});
 
   /// Rewrites the file from the DB (atomically: write_all). Throws std::runtime_error naming the file
   /// when it cannot be written (the start of a run: nothing is logged yet).
   void rebuild();
+  /// rebuild(), unless the file already matches the DB's tail (tsv_matches: the header, one line per finished
+  /// iteration, the last one's line): the start of a run on a night's DB, whose file the last run left in step,
+  /// reads the DB's tail instead of rendering a million rows. Returns whether it rebuilt. Throws as rebuild().
+  bool rebuild_unless_current();
 
   enum class Outcome { appended, rebuilt, failed };
   /// Writes finished iteration `it`, already committed to the DB: appends its line when the file is as this
@@ -34,6 +45,7 @@ class ItersTsvWriter {
  private:
   std::string path_;
   AllRows all_rows_;
+  TailOf tail_;
   std::optional<std::uintmax_t> expected_size_;  ///< the file's size after our last write; none: rebuild next
   bool last_failed_ = false;
   void remember_size();

@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "db/configs.hpp"
+
 namespace attn::db {
 namespace {
 
@@ -314,12 +316,141 @@ CREATE TABLE idea_agent_ideas (
 CREATE INDEX idea_agent_ideas_by_queue_file ON idea_agent_ideas (queued_as);
 )sql";
 
-// Since version 10: the whole-suite evaluations that spare GPU time gave to screened-out configs (the daemon's
+// Version 10 (issue 38, a night's DB): a config is stored once, and a case's name and family once (`cases`,
+// the per-case rows in `case_rows`, shown by the view `case_results`). `param_names` holds each distinct list of
+// parameter names (sorted, as JSON), `configs` a template with one list of values in that order, so that a
+// config costs its values' bytes (~40) instead of its JSON text twice in `iterations`, twice in `variants`
+// and once in each of their config indexes (~1.2 KB). The rows live in `iteration_rows` and `variant_rows`;
+// the views `iterations` and `variants` show them with the columns of version 8 (template, params_json,
+// params rendered from the config), so every reader and every documented query keeps working.
+constexpr const char* kConfigsSql = R"sql(
+CREATE TABLE param_names (
+  id     INTEGER PRIMARY KEY,
+  names  TEXT NOT NULL UNIQUE
+);
+CREATE TABLE configs (
+  id            INTEGER PRIMARY KEY,
+  template      TEXT NOT NULL,
+  names_id      INTEGER NOT NULL REFERENCES param_names (id),
+  param_values  TEXT NOT NULL,
+  UNIQUE (template, param_values, names_id)
+);
+CREATE TABLE gpus (
+  id    INTEGER PRIMARY KEY,
+  uuid  TEXT NOT NULL UNIQUE
+);
+CREATE TABLE cases (
+  id       INTEGER PRIMARY KEY,
+  case_id  TEXT NOT NULL,
+  family   TEXT NOT NULL
+           CHECK (family IN ('sliding_window','sliding_window_global','sliding_window_retrieval')),
+  UNIQUE (case_id, family)
+);
+)sql";
+
+// The stored rows of version 10 (created as *_new by the 9 -> 10 step, then renamed).
+constexpr const char* kRowTablesV10Sql = R"sql(
+CREATE TABLE variant_rows_new (
+  id            INTEGER PRIMARY KEY AUTOINCREMENT,
+  config_id     INTEGER NOT NULL REFERENCES configs (id),
+  content_hash  TEXT NOT NULL UNIQUE,
+  compile_ok    INTEGER NOT NULL CHECK (compile_ok IN (0, 1)),
+  compile_ms    REAL,
+  compile_log   TEXT NOT NULL DEFAULT '',
+  registers     INTEGER,
+  smem_bytes    INTEGER,
+  spill_bytes   INTEGER,
+  cubin_path    TEXT,
+  created_at    TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  cubin_hash    TEXT
+);
+CREATE TABLE iteration_rows_new (
+  id            INTEGER PRIMARY KEY AUTOINCREMENT,
+  run_id        INTEGER NOT NULL REFERENCES runs (id),
+  variant_id    INTEGER REFERENCES variant_rows (id),
+  suite         TEXT NOT NULL,
+  config_id     INTEGER NOT NULL REFERENCES configs (id),
+  status        TEXT NOT NULL DEFAULT 'running'
+                CHECK (status IN ('running','keep','discard','crash','interrupted')),
+  failure_kind  TEXT NOT NULL DEFAULT 'none'
+                CHECK (failure_kind IN ('none','compile','device_limit','fault','hang','wrong_result',
+                                        'worker_died','interrupted','proposal','inconsistent','below_floor')),
+  geomean_ms    REAL,
+  delta_ms      REAL,
+  window_ms     REAL,
+  global_ms     REAL,
+  retrieval_ms  REAL,
+  description   TEXT NOT NULL DEFAULT '',
+  started_at    TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  finished_at   TEXT,
+  gpu_ms        REAL,
+  compile_ms    REAL,
+  fidelity      TEXT NOT NULL DEFAULT 'full' CHECK (fidelity IN ('screen','full')),
+  screen_ms     REAL,
+  root_seed     INTEGER,
+  proposal_id   INTEGER REFERENCES proposals (id),
+  gpu_index     INTEGER,
+  gpu_key       INTEGER REFERENCES gpus (id),
+  sm_clock_mhz  INTEGER
+);
+CREATE TABLE case_rows_new (
+  iteration_id      INTEGER NOT NULL REFERENCES iteration_rows (id),
+  case_key          INTEGER NOT NULL REFERENCES cases (id),
+  median_ms         REAL,
+  spread            REAL,
+  samples           INTEGER NOT NULL DEFAULT 0,
+  sm_clock_mhz      INTEGER,
+  o_max_abs_diff    REAL,
+  lse_max_abs_diff  REAL,
+  passed            INTEGER NOT NULL CHECK (passed IN (0, 1)),
+  PRIMARY KEY (iteration_id, case_key)
+) WITHOUT ROWID;
+)sql";
+
+constexpr const char* kRowIndexesV10Sql = R"sql(
+CREATE INDEX variants_by_config ON variant_rows (config_id);
+CREATE INDEX iterations_by_suite ON iteration_rows (suite, status, geomean_ms);
+CREATE INDEX iterations_by_config ON iteration_rows (config_id, suite);
+CREATE INDEX iterations_by_run ON iteration_rows (run_id);
+CREATE INDEX iterations_by_proposal ON iteration_rows (proposal_id) WHERE proposal_id IS NOT NULL;
+)sql";
+
+// The views of version 10: the columns of version 8's tables, in their order (config_id appended to
+// iterations). params_json is the canonical JSON (keys sorted, compact: canonical_params_json), params the
+// compact form (compact_params: strings unquoted, true/false as 1/0); tests/db/test_configs.cpp checks both
+// against the C++ rules.
+constexpr const char* kViewsV10Sql = R"sql(
+CREATE VIEW variants AS SELECT v.id, c.template,
+  (SELECT '{' || coalesce(group_concat(json_quote(k.value) || ':' || (c.param_values -> k.key), ','), '') || '}'
+   FROM json_each(n.names) AS k) AS params_json,
+  (SELECT coalesce(group_concat(k.value || '=' || CASE json_type(c.param_values, '$[' || k.key || ']')
+     WHEN 'true' THEN '1' WHEN 'false' THEN '0' WHEN 'text' THEN c.param_values ->> k.key
+     ELSE c.param_values -> k.key END, ','), '') FROM json_each(n.names) AS k) AS params,
+  v.content_hash, v.compile_ok, v.compile_ms, v.compile_log, v.registers, v.smem_bytes, v.spill_bytes, v.cubin_path,
+  v.created_at, v.cubin_hash, v.config_id
+FROM variant_rows v JOIN configs c ON c.id = v.config_id JOIN param_names n ON n.id = c.names_id;
+CREATE VIEW iterations AS SELECT i.id, i.run_id, i.variant_id, i.suite, c.template,
+  (SELECT '{' || coalesce(group_concat(json_quote(k.value) || ':' || (c.param_values -> k.key), ','), '') || '}'
+   FROM json_each(n.names) AS k) AS params_json,
+  (SELECT coalesce(group_concat(k.value || '=' || CASE json_type(c.param_values, '$[' || k.key || ']')
+     WHEN 'true' THEN '1' WHEN 'false' THEN '0' WHEN 'text' THEN c.param_values ->> k.key
+     ELSE c.param_values -> k.key END, ','), '') FROM json_each(n.names) AS k) AS params,
+  i.status, i.failure_kind, i.geomean_ms, i.delta_ms, i.window_ms, i.global_ms, i.retrieval_ms, i.description,
+  i.started_at, i.finished_at, i.gpu_ms, i.compile_ms, i.fidelity, i.screen_ms, i.root_seed, i.proposal_id,
+  i.gpu_index, g.uuid AS gpu_uuid, i.sm_clock_mhz, i.config_id
+FROM iteration_rows i JOIN configs c ON c.id = i.config_id JOIN param_names n ON n.id = c.names_id
+LEFT JOIN gpus g ON g.id = i.gpu_key;
+CREATE VIEW case_results AS SELECT r.iteration_id, k.case_id, k.family, r.median_ms, r.spread, r.samples,
+  r.sm_clock_mhz, r.o_max_abs_diff, r.lse_max_abs_diff, r.passed
+FROM case_rows r JOIN cases k ON k.id = r.case_key;
+)sql";
+
+// Since version 11: the whole-suite evaluations that spare GPU time gave to screened-out configs (the daemon's
 // spare evaluations, docs/daemon.md): the iteration of each, and the screen iteration whose config it measured.
 constexpr const char* kSpareEvaluationsSql = R"sql(
 CREATE TABLE spare_evaluations (
-  iteration_id           INTEGER PRIMARY KEY REFERENCES iterations (id),
-  screened_iteration_id  INTEGER NOT NULL REFERENCES iterations (id)
+  iteration_id           INTEGER PRIMARY KEY REFERENCES iteration_rows (id),
+  screened_iteration_id  INTEGER NOT NULL REFERENCES iteration_rows (id)
 );
 )sql";
 
@@ -335,14 +466,15 @@ ALTER TABLE iterations ADD COLUMN root_seed INTEGER;
 // The tables of version 1 (a file must have them before it is migrated), and of the current version.
 const std::vector<std::string> kVersion1Tables = {"runs",      "variants",        "iterations",
                                                   "case_results", "champions", "champion_history"};
-const std::vector<std::string> kRequiredTables = {"runs",      "variants",         "iterations",     "case_results",
-                                                  "champions", "champion_history", "holdout_checks", "proposals",
-                                                  "iteration_sources", "harness_checks", "ideas",
-                                                  "idea_agent_calls", "idea_agent_ideas"};
+const std::vector<std::string> kRequiredTables = {
+    "runs",      "variant_rows",     "iteration_rows", "case_rows", "cases",  "champions",      "champion_history",
+    "holdout_checks", "proposals",   "iteration_sources", "harness_checks", "ideas", "idea_agent_calls",
+    "idea_agent_ideas", "configs", "param_names", "gpus"};
 
+/// The file's tables and views (since version 10 iterations, variants and case_results are views), sorted.
 std::vector<std::string> table_names(sqlite::Connection& conn) {
   auto st = conn.prepare(
-      "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name");
+      "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' ORDER BY name");
   std::vector<std::string> names;
   while (st.step()) names.push_back(st.column_text(0));
   return names;
@@ -413,6 +545,86 @@ void migrate_4_to_5(sqlite::Connection& conn) {
   rebuild_iterations(conn, iterations_columns_sql(), kV4Columns);
 }
 
+/// Sets the AUTOINCREMENT counter of `table` to `seq` (when known), as the rebuilt table continues the old one.
+void set_sequence(sqlite::Connection& conn, const char* table, const std::optional<std::int64_t>& seq) {
+  if (!seq) return;
+  conn.prepare("DELETE FROM sqlite_sequence WHERE name = ?").bind(1, table).run();
+  conn.prepare("INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)").bind(1, table).bind(2, *seq).run();
+}
+
+std::optional<std::int64_t> sequence_of(sqlite::Connection& conn, const char* table) {
+  auto st = conn.prepare("SELECT seq FROM sqlite_sequence WHERE name = ?");
+  st.bind(1, table);
+  if (st.step()) return st.column_int64(0);
+  return std::nullopt;
+}
+
+/// Version 9 -> 10 (issue 38): every distinct (template, params_json) of `iterations` and `variants` becomes a
+/// `configs` row; the two tables are rebuilt as `iteration_rows` / `variant_rows` with a config_id in place of
+/// template, params_json and params (every row, id, other column and AUTOINCREMENT counter kept), and the views
+/// `iterations` / `variants` show them as before. Renaming the old tables first makes SQLite rewrite the other
+/// tables' foreign keys to the new names. Runs with foreign keys off; ensure_schema checks them before the commit.
+void migrate_9_to_10(sqlite::Connection& conn) {
+  conn.exec(kConfigsSql);
+  conn.exec("CREATE TEMP TABLE config_map (template TEXT NOT NULL, params_json TEXT NOT NULL, config_id INTEGER "
+            "NOT NULL, PRIMARY KEY (template, params_json)) WITHOUT ROWID");
+  {
+    auto st = conn.prepare("SELECT template, params_json FROM variants UNION SELECT template, params_json FROM "
+                           "iterations ORDER BY 1, 2");
+    auto map = conn.prepare("INSERT INTO temp.config_map (template, params_json, config_id) VALUES (?, ?, ?)");
+    while (st.step()) {
+      const std::string tmpl = st.column_text(0), pj = st.column_text(1);
+      std::int64_t id = 0;
+      try {
+        id = *config_id(conn, tmpl, pj, true);
+      } catch (const std::invalid_argument& e) {
+        throw std::runtime_error(fmt::format("{}: a config of template {} cannot be migrated: {}", conn.path(), tmpl,
+                                             e.what()));
+      }
+      map.reset();
+      map.bind(1, tmpl).bind(2, pj).bind(3, id).run();
+    }
+  }
+  conn.exec("INSERT INTO gpus (uuid) SELECT DISTINCT gpu_uuid FROM iterations WHERE gpu_uuid IS NOT NULL ORDER BY 1");
+  const auto variants_seq = sequence_of(conn, "variants");
+  const auto iterations_seq = sequence_of(conn, "iterations");
+  conn.exec(kRowTablesV10Sql);
+  conn.exec(
+      "INSERT INTO variant_rows_new (id, config_id, content_hash, compile_ok, compile_ms, compile_log, registers, "
+      "smem_bytes, spill_bytes, cubin_path, created_at, cubin_hash) SELECT v.id, m.config_id, v.content_hash, "
+      "v.compile_ok, v.compile_ms, v.compile_log, v.registers, v.smem_bytes, v.spill_bytes, v.cubin_path, "
+      "v.created_at, v.cubin_hash FROM variants v JOIN temp.config_map m ON m.template = v.template AND "
+      "m.params_json = v.params_json ORDER BY v.id");
+  conn.exec(
+      "INSERT INTO iteration_rows_new (id, run_id, variant_id, suite, config_id, status, failure_kind, geomean_ms, "
+      "delta_ms, window_ms, global_ms, retrieval_ms, description, started_at, finished_at, gpu_ms, compile_ms, "
+      "fidelity, screen_ms, root_seed, proposal_id, gpu_index, gpu_key, sm_clock_mhz) SELECT i.id, i.run_id, "
+      "i.variant_id, i.suite, m.config_id, i.status, i.failure_kind, i.geomean_ms, i.delta_ms, i.window_ms, "
+      "i.global_ms, i.retrieval_ms, i.description, i.started_at, i.finished_at, i.gpu_ms, i.compile_ms, "
+      "i.fidelity, i.screen_ms, i.root_seed, i.proposal_id, i.gpu_index, g.id, i.sm_clock_mhz FROM "
+      "iterations i JOIN temp.config_map m ON m.template = i.template AND m.params_json = i.params_json LEFT JOIN "
+      "gpus g ON g.uuid = i.gpu_uuid ORDER BY i.id");
+  for (const char* t : {"variant", "iteration"}) {
+    // The rename rewrites the REFERENCES of the other tables (SQLite >= 3.26); the old rows then go.
+    conn.exec(fmt::format("ALTER TABLE {0}s RENAME TO {0}_rows", t));
+    conn.exec(fmt::format("DROP TABLE {0}_rows", t));
+    conn.exec(fmt::format("ALTER TABLE {0}_rows_new RENAME TO {0}_rows", t));
+  }
+  // case_results -> case_rows: (case_id, family) once in `cases`.
+  conn.exec("INSERT INTO cases (case_id, family) SELECT DISTINCT case_id, family FROM case_results ORDER BY 1, 2");
+  conn.exec("INSERT INTO case_rows_new (iteration_id, case_key, median_ms, spread, samples, sm_clock_mhz, "
+            "o_max_abs_diff, lse_max_abs_diff, passed) SELECT r.iteration_id, k.id, r.median_ms, r.spread, "
+            "r.samples, r.sm_clock_mhz, r.o_max_abs_diff, r.lse_max_abs_diff, r.passed FROM case_results r JOIN "
+            "cases k ON k.case_id = r.case_id AND k.family = r.family");
+  conn.exec("DROP TABLE case_results");
+  conn.exec("ALTER TABLE case_rows_new RENAME TO case_rows");
+  set_sequence(conn, "variant_rows", variants_seq);
+  set_sequence(conn, "iteration_rows", iterations_seq);
+  conn.exec("DROP TABLE temp.config_map");
+  conn.exec(kRowIndexesV10Sql);
+  conn.exec(kViewsV10Sql);
+}
+
 /// Turns foreign-key enforcement off for a table rebuild and back on afterwards (the pragma is a no-op
 /// inside a transaction, so this wraps the step's transaction).
 class ForeignKeysOff {
@@ -452,7 +664,8 @@ const std::vector<Migration>& builtin_migrations() {
       {6, [](sqlite::Connection& conn) { conn.exec(kHarnessChecksSql); }, false, /*readable_without=*/true},
       {7, [](sqlite::Connection& conn) { conn.exec(kIdeasSql); }, false, /*readable_without=*/true},
       {8, [](sqlite::Connection& conn) { conn.exec(kIdeaAgentSql); }, false, /*readable_without=*/true},
-      {9, [](sqlite::Connection& conn) { conn.exec(kSpareEvaluationsSql); }, false, /*readable_without=*/true},
+      {9, migrate_9_to_10, true},
+      {10, [](sqlite::Connection& conn) { conn.exec(kSpareEvaluationsSql); }, false, /*readable_without=*/true},
   };
   return chain;
 }
@@ -460,7 +673,7 @@ const std::vector<Migration>& builtin_migrations() {
 const char* schema_sql() {
   static const std::string sql = std::string(kHeadSql) + kProposalsSql + "CREATE TABLE iterations" +
                                  iterations_columns_sql() + kIterationsIndexSql + kTailSql + kHoldoutChecksSql +
-                                 kIterationSourcesSql + kHarnessChecksSql + kIdeasSql + kIdeaAgentSql + kSpareEvaluationsSql;
+                                 kIterationSourcesSql + kHarnessChecksSql + kIdeasSql + kIdeaAgentSql;
   return sql.c_str();
 }
 
@@ -539,7 +752,8 @@ void ensure_schema(sqlite::Connection& conn, int target_version, const std::vect
     const auto step = std::find_if(chain.begin(), chain.end(),
                                    [&](const Migration& m) { return m.from_version == version; });
     const bool rebuild = version > 0 && step != chain.end() && step->rebuilds_tables;
-    ForeignKeysOff fk_off(conn, rebuild);  // before BEGIN: the pragma is a no-op inside a transaction
+    // A fresh file runs the 9 -> 10 rebuild on its empty tables: foreign keys off as for any rebuild.
+    ForeignKeysOff fk_off(conn, rebuild || version == 0);  // before BEGIN: the pragma is a no-op inside a transaction
     // Take the write lock, then look again: another process may have created or migrated meanwhile.
     sqlite::Transaction tx(conn);
     if (int now = read_schema_version(conn); now != version) {
@@ -548,7 +762,11 @@ void ensure_schema(sqlite::Connection& conn, int target_version, const std::vect
       continue;
     }
     if (version == 0) {
+      // Version 9's DDL, then the 9 -> 10 and 10 -> 11 steps on its empty tables: a fresh file and a migrated
+      // one have one schema, text for text.
       conn.exec(schema_sql());
+      migrate_9_to_10(conn);
+      conn.exec(kSpareEvaluationsSql);
       version = kSchemaVersion;
     } else {
       if (step == chain.end()) {

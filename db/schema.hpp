@@ -10,7 +10,7 @@
 namespace attn::db {
 
 /// The schema this build writes. Stored as MAX(version) of the `schema_version` table.
-inline constexpr int kSchemaVersion = 10;
+inline constexpr int kSchemaVersion = 11;
 
 /// One step of the migration chain: brings a file from `from_version` to `from_version + 1`. Runs
 /// inside the transaction that also records the new version (all or nothing).
@@ -33,11 +33,15 @@ struct Migration {
 /// 'inconsistent' and 'below_floor' (a rebuild of `iterations`, docs/verification.md); 5 -> 6 adds
 /// variants.cubin_hash (refactor-safe champions: export/db_variant.cpp; NULL on older rows until
 /// `attn-tuner db cubin-hashes` records them); 6 -> 7 adds the `harness_checks` table (`export --harness`,
-/// export/harness_check.hpp); 7 -> 8 adds the `ideas` table (the idea queue, docs/ideas.md); 8 -> 9 the idea agent's
-/// tables; 9 -> 10 the `spare_evaluations` table (the daemon's spare GPU time, docs/daemon.md).
+/// export/harness_check.hpp); 7 -> 8 adds the `ideas` table (the idea queue, docs/ideas.md); 8 -> 9 adds
+/// the idea agent's `idea_agent_calls` / `idea_agent_ideas` (docs/ideas.md); 9 -> 10 stores each config once
+/// (`configs`, `param_names`; the rows in `iteration_rows` / `variant_rows`, shown by the views `iterations` /
+/// `variants` with the columns of version 8; cases and GPU UUIDs once: issue 38); 10 -> 11 adds the
+/// `spare_evaluations` table (the daemon's spare GPU time, docs/daemon.md).
 const std::vector<Migration>& builtin_migrations();
 
-/// The full DDL of kSchemaVersion (tables, indexes), without the schema_version row.
+/// The DDL of version 9 (tables, indexes), without the schema_version row: a fresh file gets it, then the
+/// 9 -> 10 and 10 -> 11 steps (so that a fresh file and a migrated one have the same schema).
 const char* schema_sql();
 
 /// Sets the per-connection pragmas: foreign_keys=ON, and on a writable connection journal_mode=WAL

@@ -46,7 +46,7 @@ struct BucketBest {
 std::vector<std::optional<BucketBest>> bucket_champions(const std::vector<IterationRecord>& iterations,
                                                         const std::vector<ShapeBucket>& buckets);
 
-/// The keep/discard whole-suite iterations of `suite` with their case results (one query per iteration),
+/// The keep/discard whole-suite iterations of `suite` with their case results (one statement for all cases),
 /// oldest first; only those of `run_ids` when that is non-empty.
 std::vector<IterationRecord> bucket_candidates(ExperimentDb& db, const std::string& suite,
                                                const std::vector<std::int64_t>& run_ids = {});

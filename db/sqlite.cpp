@@ -1,5 +1,10 @@
 #include "db/sqlite.hpp"
 
+#include <mutex>
+#include <set>
+
+#include "db/sqlite_batch.hpp"
+
 #include <sqlite3.h>
 
 #include <cmath>
@@ -222,7 +227,33 @@ std::string Statement::sql() const {
 // ---------------------------------------------------------------------------------------------------
 // Transaction
 
+namespace {
+
+// Connections with an open Batch (by handle): their Transactions are savepoints. Kept here, not in Connection, so
+// that Connection's and Transaction's layout stay as every caller was compiled with.
+std::mutex batch_mu;
+std::set<sqlite3*> batch_handles;
+
+bool in_batch(sqlite3* db) {
+  std::lock_guard<std::mutex> lock(batch_mu);
+  return batch_handles.count(db) > 0;
+}
+
+void set_batch(sqlite3* db, bool on) {
+  std::lock_guard<std::mutex> lock(batch_mu);
+  if (on)
+    batch_handles.insert(db);
+  else
+    batch_handles.erase(db);
+}
+
+}  // namespace
+
 Transaction::Transaction(Connection& conn, Kind kind) : conn_(conn) {
+  if (in_batch(conn_.handle()) && !conn_.autocommit()) {
+    conn_.exec("SAVEPOINT attn_tx");
+    return;
+  }
   if (!conn_.autocommit()) {
     throw std::logic_error(fmt::format("{}: a transaction is already open (Transaction does not nest)",
                                        conn_.path()));
@@ -231,12 +262,34 @@ Transaction::Transaction(Connection& conn, Kind kind) : conn_(conn) {
 }
 
 void Transaction::commit() {
-  conn_.exec("COMMIT");
+  conn_.exec(in_batch(conn_.handle()) ? "RELEASE attn_tx" : "COMMIT");
   done_ = true;
 }
 
 Transaction::~Transaction() {
   // SQLite may already have rolled back on its own (e.g. SQLITE_FULL); only roll back what is open.
+  if (done_ || conn_.autocommit()) return;
+  if (in_batch(conn_.handle()))
+    sqlite3_exec(conn_.handle(), "ROLLBACK TO attn_tx; RELEASE attn_tx", nullptr, nullptr, nullptr);
+  else
+    sqlite3_exec(conn_.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
+}
+
+Batch::Batch(Connection& conn) : conn_(conn) {
+  if (!conn_.autocommit())
+    throw std::logic_error(fmt::format("{}: a transaction is already open (a Batch starts one)", conn_.path()));
+  conn_.exec("BEGIN IMMEDIATE");
+  set_batch(conn_.handle(), true);
+}
+
+void Batch::commit() {
+  set_batch(conn_.handle(), false);
+  conn_.exec("COMMIT");
+  done_ = true;
+}
+
+Batch::~Batch() {
+  set_batch(conn_.handle(), false);
   if (!done_ && !conn_.autocommit()) sqlite3_exec(conn_.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
 }
 

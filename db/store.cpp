@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "db/configs.hpp"
 #include "db/schema.hpp"
 #include "db/store_rows.hpp"
 
@@ -153,7 +154,7 @@ RunProgress ExperimentDb::run_progress(std::int64_t run_id) {
       "  total(gpu_ms), total(compile_ms), min(geomean_ms) FILTER (WHERE status = 'keep'), "
       "  count(*) FILTER (WHERE fidelity = 'screen' AND status = 'discard'), "
       "  count(*) FILTER (WHERE fidelity = 'full' AND status IN ('keep', 'discard')) "
-      "FROM iterations WHERE run_id = ?");
+      "FROM iteration_rows WHERE run_id = ?");
   st.bind(1, run_id);
   st.step();
   RunProgress p;
@@ -190,34 +191,37 @@ std::int64_t ExperimentDb::upsert_variant_row(const VariantRecord& variant) {
   if (variant.content_hash.empty()) throw std::invalid_argument("upsert_variant: empty content_hash");
   if (variant.template_name.empty()) throw std::invalid_argument("upsert_variant: empty template name");
   const std::string params_json = canonical_params_json(variant.params_json);
-  if (auto existing = find_variant_by_hash(variant.content_hash)) {
-    if (existing->template_name != variant.template_name || existing->params_json != params_json) {
+  const std::int64_t config = *db::config_id(conn_, variant.template_name, params_json, true);
+  {
+    auto stored = conn_.prepare("SELECT config_id FROM variant_rows WHERE content_hash = ?");
+    stored.bind(1, variant.content_hash);
+    if (stored.step() && stored.column_int64(0) != config) {
+      stored.run();
+      const auto existing = find_variant_by_hash(variant.content_hash);
       throw std::invalid_argument(fmt::format(
           "upsert_variant: content_hash {} is stored for {} {} but given for {} {}", variant.content_hash,
           existing->template_name, existing->params, variant.template_name, compact_params(params_json)));
     }
   }
   auto st = conn_.prepare(
-      "INSERT INTO variants (template, params_json, params, content_hash, compile_ok, compile_ms, compile_log, "
+      "INSERT INTO variant_rows (config_id, content_hash, compile_ok, compile_ms, compile_log, "
       "registers, smem_bytes, spill_bytes, cubin_path, cubin_hash) "
-      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), NULLIF(?, '')) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), NULLIF(?, '')) "
       "ON CONFLICT (content_hash) DO UPDATE SET compile_ok = excluded.compile_ok, "
       "compile_ms = excluded.compile_ms, compile_log = excluded.compile_log, registers = excluded.registers, "
       "smem_bytes = excluded.smem_bytes, spill_bytes = excluded.spill_bytes, cubin_path = excluded.cubin_path, "
-      "cubin_hash = COALESCE(excluded.cubin_hash, variants.cubin_hash) "
+      "cubin_hash = COALESCE(excluded.cubin_hash, variant_rows.cubin_hash) "
       "RETURNING id");
-  st.bind(1, variant.template_name)
-      .bind(2, params_json)
-      .bind(3, compact_params(params_json))
-      .bind(4, variant.content_hash)
-      .bind(5, variant.compile_ok)
-      .bind(6, variant.compile_ms)
-      .bind(7, variant.compile_log)
-      .bind(8, variant.registers)
-      .bind(9, variant.smem_bytes)
-      .bind(10, variant.spill_bytes)
-      .bind(11, variant.cubin_path)
-      .bind(12, variant.cubin_hash);
+  st.bind(1, config)
+      .bind(2, variant.content_hash)
+      .bind(3, variant.compile_ok)
+      .bind(4, variant.compile_ms)
+      .bind(5, variant.compile_log)
+      .bind(6, variant.registers)
+      .bind(7, variant.smem_bytes)
+      .bind(8, variant.spill_bytes)
+      .bind(9, variant.cubin_path)
+      .bind(10, variant.cubin_hash);
   st.step();
   std::int64_t id = st.column_int64(0);
   st.run();  // finish the statement before COMMIT
@@ -227,21 +231,22 @@ std::int64_t ExperimentDb::upsert_variant_row(const VariantRecord& variant) {
 void ExperimentDb::set_variant_cubin_hash(std::int64_t variant_id, const std::string& cubin_hash) {
   require_writable("set_variant_cubin_hash");
   if (cubin_hash.size() != 32) throw std::invalid_argument("set_variant_cubin_hash: not a cubin hash: '" + cubin_hash + "'");
-  auto st = conn_.prepare("UPDATE variants SET cubin_hash = ? WHERE id = ?");
+  auto st = conn_.prepare("UPDATE variant_rows SET cubin_hash = ? WHERE id = ?");
   st.bind(1, cubin_hash).bind(2, variant_id).run();
   if (conn_.changes() != 1)
     throw std::invalid_argument(fmt::format("set_variant_cubin_hash: no variant {}", variant_id));
 }
 
 std::optional<VariantRecord> ExperimentDb::find_variant_by_hash(const std::string& content_hash) {
-  auto st = conn_.prepare(fmt::format("SELECT {} FROM variants WHERE content_hash = ?", rows::kVariantColumns));
+  auto st = conn_.prepare(
+      fmt::format("SELECT {} FROM {} WHERE v.content_hash = ?", rows::kVariantColumns, rows::kVariantFrom));
   st.bind(1, content_hash);
   if (!st.step()) return std::nullopt;
   return rows::read_variant(st);
 }
 
 std::optional<VariantRecord> ExperimentDb::variant(std::int64_t variant_id) {
-  auto st = conn_.prepare(fmt::format("SELECT {} FROM variants WHERE id = ?", rows::kVariantColumns));
+  auto st = conn_.prepare(fmt::format("SELECT {} FROM {} WHERE v.id = ?", rows::kVariantColumns, rows::kVariantFrom));
   st.bind(1, variant_id);
   if (!st.step()) return std::nullopt;
   return rows::read_variant(st);

@@ -22,8 +22,31 @@ struct IterationQuery {
   std::optional<std::string> suite;
   std::optional<std::int64_t> run_id;
   std::vector<IterationStatus> statuses;  ///< empty = every status
+  std::optional<Fidelity> fidelity;       ///< none = both
   Order order = Order::iter_asc;
   std::optional<std::int64_t> limit;      ///< none = all rows
+};
+
+/// One finished iteration in ExperimentDb::search_history: its config is SearchHistory::configs[config]
+/// (a config evaluated several times is stored once).
+struct HistoryRow {
+  std::int64_t iter = 0;
+  std::size_t config = 0;  ///< index into SearchHistory::configs
+  IterationStatus status = IterationStatus::keep;
+  FailureKind failure_kind = FailureKind::none;
+  std::optional<double> geomean_ms;  ///< the whole-suite score; none for a screened-out or failed one
+  std::optional<double> screen_ms;
+};
+/// A config as stored (docs/db-schema.md `configs`): its template, its sorted parameter names and its values in
+/// that order, both JSON lists (["BLOCK_N","STAGES"], [64,2]).
+struct HistoryConfig {
+  std::string template_name;
+  std::string names_json;
+  std::string values_json;
+};
+struct SearchHistory {
+  std::vector<HistoryRow> rows;        ///< iter order
+  std::vector<HistoryConfig> configs;  ///< each config of `rows` once
 };
 
 /// Result of ExperimentDb::sql_readonly: column names and rows, every value as SQLite renders it as
@@ -180,6 +203,13 @@ class ExperimentDb {
   std::vector<IterationRecord> mark_interrupted_iterations();
   /// Iterations without their case results.
   std::vector<IterationRecord> iterations(const IterationQuery& query = {});
+  /// The finished (keep, discard, crash) iterations of `suite`, oldest first, with only what the search's
+  /// history needs (a resume): a few columns and the config as stored, without rendering it (a night's million
+  /// rows read in a few seconds, where iterations() takes ten times as long).
+  SearchHistory search_history(const std::string& suite);
+  /// The number of finished iterations (every status but running) of every suite and the last one's iter
+  /// (none without any): what the end of iters.tsv must be (ItersTsvWriter::rebuild_unless_current).
+  std::pair<std::size_t, std::optional<std::int64_t>> finished_tail();
   /// One iteration with its case results (ordered by case_id); nullopt when unknown.
   std::optional<IterationRecord> iteration(std::int64_t iter);
   std::vector<CaseResultRecord> case_results(std::int64_t iter);

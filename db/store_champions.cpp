@@ -44,7 +44,7 @@ void ExperimentDb::set_champion(const ChampionRecord& c, const std::string& aba_
   if (aba.is_discarded()) throw std::invalid_argument(fmt::format("set_champion: aba_json is not JSON: {}", aba_json));
 
   sqlite::Transaction tx(conn_);
-  auto it = conn_.prepare("SELECT suite, status FROM iterations WHERE id = ?");
+  auto it = conn_.prepare("SELECT suite, status FROM iteration_rows WHERE id = ?");
   it.bind(1, c.iteration_id);
   if (!it.step()) throw std::invalid_argument(fmt::format("set_champion: no iteration {} in {}", c.iteration_id, path()));
   if (it.column_text(0) != c.suite) {

@@ -26,7 +26,7 @@ std::int64_t ExperimentDb::add_holdout_check(const HoldoutCheckRecord& h) {
   if (!cases.is_array()) throw std::invalid_argument("add_holdout_check: cases_json is not a JSON list");
   sqlite::Transaction tx(conn_);
   if (!run(h.run_id)) throw std::invalid_argument(fmt::format("add_holdout_check: no run {} in {}", h.run_id, path()));
-  auto st = conn_.prepare("SELECT suite FROM iterations WHERE id = ?");
+  auto st = conn_.prepare("SELECT suite FROM iteration_rows WHERE id = ?");
   st.bind(1, h.iteration_id);
   if (!st.step())
     throw std::invalid_argument(fmt::format("add_holdout_check: no iteration {} in {}", h.iteration_id, path()));

@@ -117,11 +117,11 @@ std::vector<ProposalSummary> ExperimentDb::proposal_summaries(const std::optiona
   for (auto& p : proposals()) out.push_back({std::move(p), 0, 0, std::nullopt, std::nullopt, {}});
   const std::string suite_filter = suite ? " AND suite = ?" : "";
   auto counts = conn_.prepare(
-      "SELECT count(*), count(*) FILTER (WHERE status = 'crash') FROM iterations WHERE proposal_id = ?" + suite_filter);
-  auto best = conn_.prepare("SELECT id, geomean_ms FROM iterations WHERE proposal_id = ? AND status IN ('keep', "
+      "SELECT count(*), count(*) FILTER (WHERE status = 'crash') FROM iteration_rows WHERE proposal_id = ?" + suite_filter);
+  auto best = conn_.prepare("SELECT id, geomean_ms FROM iteration_rows WHERE proposal_id = ? AND status IN ('keep', "
                             "'discard') AND geomean_ms IS NOT NULL" + suite_filter + " ORDER BY geomean_ms, id LIMIT 1");
   auto champs = conn_.prepare(
-      "SELECT c.suite, c.scope FROM champions c JOIN iterations i ON i.id = c.iteration_id WHERE i.proposal_id = ?" +
+      "SELECT c.suite, c.scope FROM champions c JOIN iteration_rows i ON i.id = c.iteration_id WHERE i.proposal_id = ?" +
       std::string(suite ? " AND c.suite = ?" : "") + " ORDER BY c.suite, c.scope");
   for (auto& s : out) {
     for (auto* st : {&counts, &best, &champs}) {

@@ -2,7 +2,42 @@
 
 #include <nlohmann/json.hpp>
 
+#include <stdexcept>
+#include <tuple>
+#include <unordered_map>
+
 namespace attn::db::rows {
+
+std::pair<std::string, std::string> render_params(const std::string& names_json, const std::string& values_json) {
+  // A name list is shared by many rows: parsed once per thread.
+  thread_local std::unordered_map<std::string, std::vector<std::string>> names_cache;
+  auto found = names_cache.find(names_json);
+  if (found == names_cache.end()) {
+    if (names_cache.size() > 1024) names_cache.clear();
+    found = names_cache.emplace(names_json, nlohmann::json::parse(names_json).get<std::vector<std::string>>()).first;
+  }
+  const auto& names = found->second;
+  const nlohmann::json values = nlohmann::json::parse(values_json);
+  if (!values.is_array() || values.size() != names.size())
+    throw std::runtime_error("configs: " + values_json + " does not match the names " + names_json);
+  std::string pj = "{", compact;
+  for (std::size_t k = 0; k < names.size(); ++k) {
+    const nlohmann::json& v = values[k];
+    if (k) {
+      pj += ',';
+      compact += ',';
+    }
+    pj += nlohmann::json(names[k]).dump();
+    pj += ':';
+    pj += v.dump();
+    compact += names[k];
+    compact += '=';
+    if (v.is_string()) compact += v.get<std::string>();
+    else if (v.is_boolean()) compact += v.get<bool>() ? "1" : "0";
+    else compact += v.dump();
+  }
+  return {pj + "}", compact};
+}
 
 RunRecord read_run(const sqlite::Statement& st) {
   RunRecord r;
@@ -27,8 +62,7 @@ VariantRecord read_variant(const sqlite::Statement& st) {
   VariantRecord v;
   v.id = st.column_int64(0);
   v.template_name = st.column_text(1);
-  v.params_json = st.column_text(2);
-  v.params = st.column_text(3);
+  std::tie(v.params_json, v.params) = render_params(st.column_text(2), st.column_text(3));
   v.content_hash = st.column_text(4);
   v.compile_ok = st.column_int64(5) != 0;
   v.compile_ms = st.column_opt_double(6);
@@ -49,8 +83,7 @@ IterationRecord read_iteration(const sqlite::Statement& st) {
   it.variant_id = st.column_opt_int64(2);
   it.suite = st.column_text(3);
   it.template_name = st.column_text(4);
-  it.params_json = st.column_text(5);
-  it.params = st.column_text(6);
+  std::tie(it.params_json, it.params) = render_params(st.column_text(5), st.column_text(6));
   it.status = parse_iteration_status(st.column_text(7));
   it.failure_kind = parse_failure_kind(st.column_text(8));
   it.geomean_ms = st.column_opt_double(9);
@@ -96,17 +129,17 @@ ProposalRecord read_proposal(const sqlite::Statement& st) {
   return p;
 }
 
-CaseResultRecord read_case(const sqlite::Statement& st) {
+CaseResultRecord read_case(const sqlite::Statement& st, int first) {
   CaseResultRecord c;
-  c.case_id = st.column_text(0);
-  c.family = parse_family(st.column_text(1));
-  c.median_ms = st.column_opt_double(2);
-  c.spread = st.column_opt_double(3);
-  c.samples = st.column_int64(4);
-  c.sm_clock_mhz = st.column_opt_int64(5);
-  c.o_max_abs_diff = st.column_opt_double(6);
-  c.lse_max_abs_diff = st.column_opt_double(7);
-  c.passed = st.column_int64(8) != 0;
+  c.case_id = st.column_text(first);
+  c.family = parse_family(st.column_text(first + 1));
+  c.median_ms = st.column_opt_double(first + 2);
+  c.spread = st.column_opt_double(first + 3);
+  c.samples = st.column_int64(first + 4);
+  c.sm_clock_mhz = st.column_opt_int64(first + 5);
+  c.o_max_abs_diff = st.column_opt_double(first + 6);
+  c.lse_max_abs_diff = st.column_opt_double(first + 7);
+  c.passed = st.column_int64(first + 8) != 0;
   return c;
 }
 

@@ -27,6 +27,24 @@ def suites(conn):
     return [r[0] for r in conn.execute("SELECT suite FROM runs GROUP BY suite ORDER BY min(id)")]
 
 
+def _compact(v):
+    """A config value as compact_params writes it: strings unquoted, true/false as 1/0, numbers as JSON."""
+    if isinstance(v, bool):
+        return "1" if v else "0"
+    return v if isinstance(v, str) else json.dumps(v)
+
+
+def params_of(it, missing="-"):
+    """An iteration's `params` (compact_params): read from the DB, or rendered from its config (a schema-10 DB is
+    read without it: a night's million rows took most of the report's time rendering params it shows a few of);
+    `missing` for no iteration."""
+    if not it:
+        return missing
+    if "params" not in it:
+        it["params"] = ",".join(f"{k}={_compact(v)}" for k, v in it["config"].items())
+    return it["params"]
+
+
 def _rows(conn, sql, *args):
     return [dict(r) for r in conn.execute(sql, args)]
 
@@ -39,20 +57,35 @@ def load(conn, suite):
     has_fidelity = "fidelity" in columns(conn, "iterations")
     fid = "i.fidelity" if has_fidelity else "NULL"
     runs = _rows(conn, "SELECT * FROM runs WHERE suite = ? ORDER BY id", suite)
-    its = _rows(conn, f"""SELECT i.id, i.run_id, i.variant_id, i.template, i.params_json, i.params, i.status,
-                              i.failure_kind, i.geomean_ms, i.delta_ms, i.window_ms, i.global_ms, i.retrieval_ms,
-                              i.description, i.started_at, i.finished_at, i.gpu_ms, i.compile_ms,
-                              {fid} AS fidelity
-                          FROM iterations i WHERE i.suite = ? ORDER BY i.id""", suite)
-    for it in its:
-        try:
-            cfg = json.loads(it["params_json"])
-        except ValueError:
-            cfg = {}
-        it["config"] = cfg if isinstance(cfg, dict) else {}
+    cols = """i.id, i.run_id, i.variant_id, i.status, i.failure_kind, i.geomean_ms, i.delta_ms, i.window_ms,
+              i.global_ms, i.retrieval_ms, i.description, i.started_at, i.finished_at, i.gpu_ms, i.compile_ms"""
+    if columns(conn, "configs"):
+        # Schema 10: the config's names and values (the view `iterations` renders params in SQL, ten times slower
+        # on a million rows); `params` when shown (params_of).
+        its = _rows(conn, f"""SELECT {cols}, {fid} AS fidelity, c.template, n.names, c.param_values
+                              FROM iteration_rows i JOIN configs c ON c.id = i.config_id
+                              JOIN param_names n ON n.id = c.names_id WHERE i.suite = ? ORDER BY i.id""", suite)
+        names_of = {}
+        for it in its:
+            names = names_of.setdefault(it["names"], json.loads(it["names"]))
+            cfg = dict(zip(names, json.loads(it.pop("param_values"))))
+            del it["names"]
+            it["config"] = cfg
+    else:
+        its = _rows(conn, f"""SELECT {cols}, {fid} AS fidelity, i.template, i.params_json, i.params
+                              FROM iterations i WHERE i.suite = ? ORDER BY i.id""", suite)
+        for it in its:
+            try:
+                cfg = json.loads(it["params_json"])
+            except ValueError:
+                cfg = {}
+            it["config"] = cfg if isinstance(cfg, dict) else {}
     cases = {}
-    for r in _rows(conn, """SELECT c.* FROM case_results c JOIN iterations i ON i.id = c.iteration_id
-                            WHERE i.suite = ? AND i.status IN ('keep', 'discard')
+    # Whole-suite iterations only (a screened-out config's cases are its screen's, and the report reads whole-suite
+    # scores): a night's DB has about four screened-out configs for one evaluated in full.
+    full = "AND i.fidelity = 'full'" if has_fidelity else ""
+    for r in _rows(conn, f"""SELECT c.* FROM case_results c JOIN iterations i ON i.id = c.iteration_id
+                            WHERE i.suite = ? AND i.status IN ('keep', 'discard') {full}
                             ORDER BY c.iteration_id, c.case_id""", suite):
         cases.setdefault(r["iteration_id"], []).append(r)
     champions = _rows(conn, "SELECT * FROM champions WHERE suite = ? ORDER BY scope", suite)

@@ -46,6 +46,16 @@ def _since(t, t0, unit):
     return (t - t0).total_seconds() / unit[0]
 
 
+def _cumulative(xs, max_points=4000):
+    """A cumulative count over sorted times xs as (x, count) steps, at most about max_points of them (every k-th
+    and the last): a night's million iterations draw the same line from a few thousand."""
+    k = max(1, len(xs) // max_points)
+    idx = list(range(0, len(xs), k))
+    if xs and idx[-1] != len(xs) - 1:
+        idx.append(len(xs) - 1)
+    return [xs[i] for i in idx], [i + 1 for i in idx]
+
+
 def timeline(out_dir, runs, iterations, t0, has_fidelity, full_value, is_full, parse_time):
     """Cumulative finished iterations over time (all, and screened vs full when the DB records fidelity),
     runs as shaded spans; beside it per run the wall, GPU-busy and NVRTC hours."""
@@ -54,14 +64,14 @@ def timeline(out_dir, runs, iterations, t0, has_fidelity, full_value, is_full, p
                   key=lambda p: p[0])
     unit = time_unit(max([(r["end"] - t0).total_seconds() for r in runs] + [1]))
     xs = [_since(t, t0, unit) for t, _ in done]
-    ax.step(xs, range(1, len(xs) + 1), where="post", color="black", label="all finished")
+    ax.step(*_cumulative(xs), where="post", color="black", label="all finished")
     if has_fidelity:
         full = [x for x, (_, it) in zip(xs, done) if is_full(it, full_value)]
         scr = [x for x, (_, it) in zip(xs, done) if not is_full(it, full_value)]
-        ax.step(full, range(1, len(full) + 1), where="post", color="tab:blue", label="full suite")
-        ax.step(scr, range(1, len(scr) + 1), where="post", color="tab:orange", label="screened")
+        ax.step(*_cumulative(full), where="post", color="tab:blue", label="full suite")
+        ax.step(*_cumulative(scr), where="post", color="tab:orange", label="screened")
     crash_x = [x for x, (_, it) in zip(xs, done) if it["status"] == "crash"]
-    ax.step(crash_x, range(1, len(crash_x) + 1), where="post", color="tab:red", label="crashed")
+    ax.step(*_cumulative(crash_x), where="post", color="tab:red", label="crashed")
     for i, r in enumerate(runs):
         a, b = _since(r["start"], t0, unit), _since(r["end"], t0, unit)
         ax.axvspan(a, max(b, a + 1e-4), color="tab:blue" if i % 2 == 0 else "tab:cyan", alpha=0.12,
@@ -132,7 +142,12 @@ def parameter_effects(out_dir, tname, its, values, file_name):
     fig, axes = plt.subplots(nrows, ncols, figsize=(3.3 * ncols, 2.6 * nrows), squeeze=False)
     rng = np.random.default_rng(0)
     for ax, name in zip(axes.flat, names):
-        groups = [[it["geomean_ms"] for it in its if it["config"].get(name) == v] for v in values[name]]
+        by_value = {v: [] for v in values[name]}  # one pass over a night's 200,000 configs per parameter
+        for it in its:
+            group = by_value.get(it["config"].get(name))
+            if group is not None:
+                group.append(it["geomean_ms"])
+        groups = list(by_value.values())
         ax.boxplot(groups, showfliers=False)
         for k, g in enumerate(groups, 1):
             pts = rng.choice(g, MAX_STRIP_POINTS, replace=False) if len(g) > MAX_STRIP_POINTS else g

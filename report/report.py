@@ -63,7 +63,7 @@ def build(args):
     if overall:
         it = its_by_id.get(overall["iteration_id"], {})
         header += (f"<p><b>Champion:</b> iter {overall['iteration_id']}, {page.fmt(overall['score_ms'])} ms "
-                   f"({page.esc(it.get('template', '-'))} {page.esc(it.get('params', ''))}).</p>\n")
+                   f"({page.esc(it.get('template', '-'))} {page.esc(dbread.params_of(it, ''))}).</p>\n")
     else:
         header += page.note(f"No champion for suite {args.suite} yet.")
     (out / "index.html").write_text(page.document(f"attn-tuner morning report: {args.suite}", header, parts))

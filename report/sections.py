@@ -2,6 +2,7 @@
 (output folder, time origin, per-case work, ceilings, baseline) and returns (id, title, HTML body)."""
 import analysis as an
 import plots
+from dbread import params_of
 from page import duration, esc, fmt, img, note, noun, num, table
 
 FAMILY_SCOPES = ["sliding_window", "sliding_window_global", "sliding_window_retrieval"]
@@ -168,7 +169,7 @@ def champions(data, ctx):
         it = its_by_id.get(c["iteration_id"], {})
         rows.append([esc(c["scope"]), num(f"champion.{c['scope']}.iter", c["iteration_id"]),
                      num(f"champion.{c['scope']}.score_ms", fmt(c["score_ms"])), fmt(it.get("geomean_ms")),
-                     esc(it.get("template", "-")), esc(it.get("params", "-")), esc(c["promoted_at"])])
+                     esc(it.get("template", "-")), esc(params_of(it)), esc(c["promoted_at"])])
     body += table(["scope", "iter", "score ms (A/B/A)", "geomean ms (first timing)", "template", "params",
                    "promoted"], rows, text_cols=(0, 4, 5, 6))
     by_scope = {c["scope"]: c for c in champs}
@@ -181,7 +182,7 @@ def champions(data, ctx):
         if scope != "overall":
             metrics = [m for m in metrics if m["family"] == scope]
         body += f"<h3>{esc(scope)} champion: iter {c['iteration_id']}"
-        body += f" ({esc(it['template'])} {esc(it['params'])})</h3>\n" if it else "</h3>\n"
+        body += f" ({esc(it['template'])} {esc(params_of(it))})</h3>\n" if it else "</h3>\n"
         body += _case_rows_html(metrics, "case" if scope == "overall" else None) if metrics else note(
             "No case results for this champion.")
     overall = by_scope.get("overall")
@@ -203,7 +204,7 @@ def champions(data, ctx):
             ref = an.geomean([overall_cases[c]["us"] for c in b["case_ids"] if c in overall_cases])
             mine = b["score_ms"] * 1e3
             rows.append([esc(f"t_max {b['bucket'][0]}, B·H {b['bucket'][1]}"), esc(", ".join(b["case_ids"])),
-                         str(b["iter"]["id"]), esc(b["iter"]["template"]), esc(b["iter"]["params"]),
+                         str(b["iter"]["id"]), esc(b["iter"]["template"]), esc(params_of(b["iter"])),
                          fmt(mine, "{:.1f}"), fmt(ref, "{:.1f}"),
                          fmt(100 * (ref - mine) / ref if ref else None, "{:.1f}")])
         body += table(["bucket", "cases", "best iter", "template", "params", "geomean µs", "overall champion µs",
@@ -234,7 +235,7 @@ def failures(data, ctx):
         if not ex:
             continue
         it = ex[-1]  # the latest
-        body += (f"<h3>{esc(k)}: latest example, iter {it['id']} ({esc(it['template'])} {esc(it['params'])})"
+        body += (f"<h3>{esc(k)}: latest example, iter {it['id']} ({esc(it['template'])} {esc(params_of(it))})"
                  "</h3>\n")
         log = it["description"] or ""
         if k == "compile" and data["compile_logs"].get(it["variant_id"]):

@@ -88,6 +88,68 @@ void SearchState::record(const Config& c, Outcome outcome) {
   if (it->second.ok()) items.insert(std::upper_bound(items.begin(), items.end(), node, ranks_before), node);
 }
 
+void SearchState::record_all(std::vector<std::pair<Config, Outcome>> history) {
+  // The configs' order: std::map's (their (name, value) pairs compared in turn), computed on the values alone for
+  // two configs with the same names (in a template's history, nearly all of them).
+  const std::size_t n = history.size();
+  std::vector<std::size_t> shape(n);                 // configs with one list of names share a shape
+  std::vector<std::vector<std::string>> shapes;
+  std::vector<std::size_t> first(n + 1, 0);          // config i's values: values[first[i] .. first[i + 1])
+  std::vector<std::int64_t> values;
+  for (std::size_t i = 0; i < n; ++i) {
+    const Config& c = history[i].first;
+    std::size_t s = 0;
+    for (; s < shapes.size(); ++s) {
+      const auto& names = shapes[s];
+      if (names.size() != c.size()) continue;
+      auto it = c.begin();
+      std::size_t k = 0;
+      while (k < names.size() && it->first == names[k]) ++k, ++it;
+      if (k == names.size()) break;
+    }
+    if (s == shapes.size()) {
+      shapes.emplace_back();
+      for (const auto& [name, v] : c) shapes.back().push_back(name);
+    }
+    shape[i] = s;
+    for (const auto& [name, v] : c) values.push_back(v);
+    first[i + 1] = values.size();
+  }
+  std::vector<std::size_t> order(n);
+  for (std::size_t i = 0; i < n; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    if (shape[a] != shape[b]) return history[a].first < history[b].first;
+    return std::lexicographical_compare(values.begin() + first[a], values.begin() + first[a + 1],
+                                        values.begin() + first[b], values.begin() + first[b + 1]);
+  });
+  auto same = [&](std::size_t a, std::size_t b) {
+    return shape[a] == shape[b] ? std::equal(values.begin() + first[a], values.begin() + first[a + 1],
+                                             values.begin() + first[b], values.begin() + first[b + 1])
+                                : history[a].first == history[b].first;
+  };
+  const bool fresh = results_.empty();
+  for (std::size_t k = 0; k < n; ++k) {
+    if (k + 1 < n && same(order[k], order[k + 1])) continue;  // a later record of the same config follows
+    auto& [c, outcome] = history[order[k]];
+    if (!fresh) {  // configs recorded before: one at a time
+      record(c, std::move(outcome));
+      continue;
+    }
+    if (!pending_.empty() && pending_.erase(c) != 0) {
+      // Pending: counted as seen already.
+    } else if (!space_.check(c)) {
+      ++seen_valid_;
+    }
+    results_.emplace_hint(results_.end(), std::move(c), std::move(outcome));
+  }
+  if (!fresh) return;
+  auto& items = ranked_.items_;
+  items.clear();
+  for (const auto& entry : results_)
+    if (entry.second.ok()) items.push_back(&entry);
+  std::sort(items.begin(), items.end(), ranks_before);
+}
+
 void SearchState::mark_pending(const Config& c) {
   if (!seen(c)) on_first_seen(c);
   pending_.insert(c);

@@ -159,6 +159,11 @@ class SearchState {
   /// A/B/A re-timing) and clears its pending mark. Configs outside the space are accepted (results
   /// loaded from a database written with an older space) and just count as evaluated.
   void record(const Config& c, Outcome outcome);
+  /// record() of each of `history` in its order (a config met twice keeps its last outcome), at once: the
+  /// configs are sorted once and appended to results() in order, and ranked() is sorted once, where record()
+  /// searches and inserts a config at a time (a resume of a night's million configs). Pending marks of the
+  /// configs are cleared as record() does.
+  void record_all(std::vector<std::pair<Config, Outcome>> history);
   /// Marks `c` as proposed and in flight (compiling or timing), so strategies do not propose it again;
   /// record() or cancel_pending() clears the mark.
   void mark_pending(const Config& c);

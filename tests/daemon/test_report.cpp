@@ -269,8 +269,12 @@ TEST(Report, IdeasAreRankedByEffectWithVerdictsAndTheChampionsLineage) {
     add_judged_idea(db, run_id, "f_later.idea", "fake_p3", "fake_p6", "tuning", "", "", std::nullopt, std::nullopt, "");
     // The overall champion's template is the second win's.
     db.connection().exec(
-        "UPDATE iterations SET template = 'fake_p3' WHERE id = (SELECT iteration_id FROM champions WHERE scope = "
-        "'overall')");
+        "INSERT INTO configs (template, names_id, param_values) SELECT 'fake_p3', c.names_id, c.param_values FROM "
+        "configs c JOIN iteration_rows i ON i.config_id = c.id WHERE i.id = (SELECT iteration_id FROM champions "
+        "WHERE scope = 'overall')");
+    db.connection().exec(
+        "UPDATE iteration_rows SET config_id = last_insert_rowid() WHERE id = (SELECT iteration_id FROM champions "
+        "WHERE scope = 'overall')");
   }
   const std::string out = f.dir + "/report";
   const Output o = run("report --db '" + f.db + "' --out '" + out + "'");
@@ -310,12 +314,11 @@ TEST(Report, IdeasAreRankedByEffectWithVerdictsAndTheChampionsLineage) {
   EXPECT_EQ(lineage_items(html), (std::vector<std::string>{"fake", "fake_p1 idea 1", "fake_p3 idea 3"}));
   EXPECT_EQ(shown.at("ideas.lineage.count"), "2");
 
-  // A DB of schema 7 (no ideas table) still gets its report, with "no ideas yet".
+  // A DB without ideas still gets its report, with "no ideas yet" (a schema-7 file, without the table, is migrated
+  // first since schema 10: `db migrate`).
   {
     auto db = ExperimentDb::open(f.db);
-    db.connection().exec(
-        "DROP TABLE ideas; DELETE FROM schema_version WHERE version >= 8; "
-        "INSERT OR IGNORE INTO schema_version (version) VALUES (7);");
+    db.connection().exec("DELETE FROM ideas");
   }
   const Output o7 = run("report --db '" + f.db + "' --out '" + out + "'");
   ASSERT_EQ(o7.code, 0) << o7.text;
@@ -400,7 +403,7 @@ TEST(Report, EmptyDbsAndBadInputAreClearMessagesAndADbWithoutChampionsSaysSo) {
     for (auto st = w.connection().prepare("PRAGMA table_info(iterations)"); st.step();)
       has = has || st.column_text(1) == "fidelity";
     if (!has) w.connection().exec("ALTER TABLE iterations ADD COLUMN fidelity TEXT");
-    w.connection().exec("UPDATE iterations SET fidelity = 'screen'");
+    w.connection().exec("UPDATE iteration_rows SET fidelity = 'screen'");
   }
   // Two bench results of different configs are ambiguous; one, as `attn-tuner bench --json` prints it
   // (no suite field), is a kernel-only baseline.

@@ -1,5 +1,7 @@
 #include "tests/db/db_fixtures.hpp"
 
+#include "db/schema.hpp"
+
 #include "tests/test_support.hpp"
 
 #include <cmath>
@@ -100,6 +102,22 @@ sqlite::Connection create_v1_db(const std::string& path) {
   conn.exec("PRAGMA foreign_keys = ON");
   conn.exec(read_text(data_dir() + "/db/schema_v1.sql"));
   return conn;
+}
+
+void create_db_at_version(const std::string& path, int version) {
+  auto conn = create_v1_db(path);
+  conn.exec("INSERT INTO schema_version (version) VALUES (1)");
+  db::configure_connection(conn);
+  std::vector<db::Migration> steps;
+  for (const auto& m : db::builtin_migrations())
+    if (m.from_version < version) steps.push_back(m);
+  // Each step commits on its own; the chain ends at `version` with "no migration ... known".
+  try {
+    db::ensure_schema(conn, db::kSchemaVersion, steps);
+  } catch (const std::runtime_error&) {
+  }
+  if (db::read_schema_version(conn) != version)
+    throw std::runtime_error("create_db_at_version: could not make a version-" + std::to_string(version) + " file");
 }
 
 }  // namespace attn::test

@@ -36,6 +36,9 @@ std::string dump_rows(sqlite::Connection& conn, const std::string& columns, cons
                       const std::string& order);
 /// A new version-1 file at `path` with foreign keys on and the frozen version-1 DDL, no rows yet.
 sqlite::Connection create_v1_db(const std::string& path);
+/// A new, empty file at `path` of schema version `version` (1 .. kSchemaVersion) as an older attn-tuner left it:
+/// the frozen version-1 DDL and the built-in migration steps up to `version`.
+void create_db_at_version(const std::string& path, int version);
 
 }  // namespace attn::test
 

@@ -192,6 +192,54 @@ TEST(ItersTsvWriter, AppendsWhileTheFileIsItsOwnAndRebuildsWhenItIsNot) {
   EXPECT_EQ(slurp(path), render_all(db.rows));
 }
 
+// The start of a run: a file in step with the DB (header, one line per finished iteration, the last one's line)
+// is kept as it is; a missing, shorter, longer or differently ending one is rebuilt, and appends follow.
+TEST(ItersTsvWriter, AStartKeepsAFileInStepWithTheDbAndRebuildsAnyOther) {
+  const std::string dir = test::temp_dir("tsvw-start"), path = dir + "/iters.tsv";
+  Rows db;
+  for (int i = 0; i < 5; ++i) db.add();
+  auto tail = [&] {
+    return ItersTsvWriter::Tail{db.rows.size(), db.rows.empty() ? std::nullopt : std::optional(db.rows.back())};
+  };
+  ItersTsvWriter w(path, [&] { return db.rows; }, tail);
+  EXPECT_TRUE(w.rebuild_unless_current()) << "missing";
+  EXPECT_EQ(slurp(path), render_all(db.rows));
+  EXPECT_TRUE(tsv_matches(path, 5, render_row(db.rows.back())));
+  EXPECT_FALSE(tsv_matches(path, 4, render_row(db.rows.back())));
+  EXPECT_FALSE(tsv_matches(path, 5, render_row(db.rows[3])));
+  EXPECT_FALSE(tsv_matches(dir + "/none.tsv", 0, ""));
+  const auto written = fs::last_write_time(path);
+  {
+    ItersTsvWriter again(path, [&] { return db.rows; }, tail);
+    EXPECT_FALSE(again.rebuild_unless_current()) << "in step";
+    EXPECT_EQ(fs::last_write_time(path), written);
+    std::string note;
+    EXPECT_EQ(again.write(db.add(), note), ItersTsvWriter::Outcome::appended) << note;  // its size is known
+    EXPECT_EQ(slurp(path), render_all(db.rows));
+  }
+  db.add();  // a row the file lacks (the daemon was killed between the commit and the append)
+  EXPECT_TRUE(ItersTsvWriter(path, [&] { return db.rows; }, tail).rebuild_unless_current());
+  EXPECT_EQ(slurp(path), render_all(db.rows));
+  db.rows.back().description = "changed";  // the last line differs
+  EXPECT_TRUE(ItersTsvWriter(path, [&] { return db.rows; }, tail).rebuild_unless_current());
+  EXPECT_EQ(slurp(path), render_all(db.rows));
+  { std::ofstream(path, std::ios::app) << "a note someone typed\n"; }  // a line too many
+  EXPECT_TRUE(ItersTsvWriter(path, [&] { return db.rows; }, tail).rebuild_unless_current());
+  EXPECT_EQ(slurp(path), render_all(db.rows));
+  {  // no header
+    const std::string text = slurp(path);
+    std::ofstream(path, std::ios::trunc) << "x" << text.substr(1);
+  }
+  EXPECT_TRUE(ItersTsvWriter(path, [&] { return db.rows; }, tail).rebuild_unless_current());
+  EXPECT_EQ(slurp(path), render_all(db.rows));
+  // No tail to compare with: always rebuilt.
+  EXPECT_TRUE(ItersTsvWriter(path, [&] { return db.rows; }).rebuild_unless_current());
+  db.rows.clear();  // an empty DB: the header alone
+  EXPECT_TRUE(ItersTsvWriter(path, [&] { return db.rows; }, tail).rebuild_unless_current());
+  EXPECT_FALSE(ItersTsvWriter(path, [&] { return db.rows; }, tail).rebuild_unless_current());
+  EXPECT_EQ(slurp(path), render_all(db.rows));
+}
+
 TEST(ItersTsvWriter, AFailedWriteNeverThrowsAndTheNextWriteRebuilds) {
   const std::string dir = test::temp_dir("tsvw"), folder = dir + "/out", path = folder + "/iters.tsv";
   Rows db;

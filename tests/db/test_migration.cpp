@@ -84,8 +84,11 @@ TEST(Migration, VersionOneFileKeepsEveryRowAndGainsProposals) {
   EXPECT_EQ(test::dump_rows(c, "count(*)", "iterations WHERE proposal_id IS NOT NULL", "1"), "0|\n");
   EXPECT_EQ(test::dump_rows(c, "*", "pragma_foreign_key_check", "1"), "");
   EXPECT_EQ(test::dump_rows(c, "foreign_keys", "pragma_foreign_keys", "1"), "1|\n");  // back on after the rebuild
-  EXPECT_EQ(test::dump_rows(c, "name", "sqlite_master WHERE type = 'index' AND tbl_name = 'iterations'", "name"),
+  EXPECT_EQ(test::dump_rows(c, "name", "sqlite_master WHERE type = 'index' AND tbl_name = 'iteration_rows'", "name"),
             "iterations_by_config|\niterations_by_proposal|\niterations_by_run|\niterations_by_suite|\n");
+  // Version 9: one configs row per distinct (template, config) of iterations and variants; the views show them.
+  EXPECT_EQ(test::dump_rows(c, "count(*)", "configs", "1"), "4|\n");  // BLOCK_N 64, 128, 32 and 64 with x
+  EXPECT_EQ(test::dump_rows(c, "type", "sqlite_master WHERE name IN ('iterations', 'variants')", "name"), "view|\nview|\n");
 
   // The API reads the old rows; the iter counter goes on after the deleted 5 and 6 (never reused).
   const auto it1 = db.iteration(1);
@@ -116,9 +119,7 @@ TEST(Migration, VersionOneFileKeepsEveryRowAndGainsProposals) {
   EXPECT_EQ(db.iteration(7)->proposal_id, pid);
   EXPECT_EQ(db.iteration(7)->failure_kind, FailureKind::proposal);
   // Foreign keys are enforced again.
-  EXPECT_THROW(c.exec("INSERT INTO case_results (iteration_id, case_id, family, passed) VALUES (99, 'x', "
-                      "'sliding_window', 1)"),
-               sqlite::Error);
+  EXPECT_THROW(c.exec("INSERT INTO case_rows (iteration_id, case_key, passed) VALUES (99, 1, 1)"), sqlite::Error);
 }
 
 TEST(Migration, VersionFourColumnsOfAMigratedFileMatchAFreshOne) {

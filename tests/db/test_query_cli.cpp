@@ -245,7 +245,7 @@ TEST_F(QueryCli, SqlReadsAndRefusesWrites) {
   EXPECT_EQ(j["columns"], nlohmann::json({"id", "stop_reason"}));
   EXPECT_TRUE(j["rows"][0][1].is_null());
 
-  r = query({"sql", "DELETE FROM iterations"});
+  r = query({"sql", "DELETE FROM iteration_rows"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("refusing a statement that writes"), std::string::npos) << r.err;
   r = query({"sql", "SELECT nope FROM iterations"});

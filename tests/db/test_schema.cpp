@@ -9,6 +9,7 @@
 #include "db/schema.hpp"
 #include "db/store.hpp"
 #include "db/store_idea_agents.hpp"
+#include "tests/db/db_fixtures.hpp"
 #include "tests/test_support.hpp"
 
 namespace attn {
@@ -46,9 +47,13 @@ TEST(Schema, CreatesEveryTableAtTheCurrentVersionInWalMode) {
                         "WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name)");
     ASSERT_TRUE(st.step());
     EXPECT_EQ(st.column_text(0),
-              "case_results,champion_history,champions,harness_checks,holdout_checks,idea_agent_calls,idea_agent_ideas,ideas,"
-              "iteration_sources,iterations,proposals,runs,"
-              "schema_version,spare_evaluations,variants");
+              "case_rows,cases,champion_history,champions,configs,gpus,harness_checks,holdout_checks,idea_agent_calls,"
+              "idea_agent_ideas,ideas,"
+              "iteration_rows,iteration_sources,param_names,proposals,runs,schema_version,spare_evaluations,variant_rows");
+    // Version 10: the rows of version 8's iterations, variants and case_results are read through views of those names.
+    EXPECT_EQ(single_text(c, "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master WHERE type = 'view' "
+                             "ORDER BY name)"),
+              "case_results,iterations,variants");
     EXPECT_EQ(db::read_schema_version(c), db::kSchemaVersion);
   }
   // Reopening neither recreates nor re-records the version.
@@ -122,27 +127,28 @@ TEST(Schema, OlderVersionCannotBeMigratedReadOnly) {
   EXPECT_NE(msg.find("needs migrating to " + std::to_string(v + 1)), std::string::npos) << msg;
 }
 
-TEST(Schema, AVersionSixFileIsReadAsItIsAndMigratedByAWriter) {
-  // 6 -> 7 only adds harness_checks: a read-only open reads a version-6 file unmigrated (the committed DBs,
-  // query, export, replay), with no harness checks; a read-write open migrates it.
+TEST(Schema, AStepThatOnlyAddsTablesIsReadWithoutMigrating) {
+  // A step marked readable_without (6 -> 7 harness_checks, 7 -> 8 ideas): a read-only connection reads the file
+  // as it is, and its version stays.
+  auto path = test::temp_dir("db-schema") + "/readable.db";
+  { ExperimentDb::open(path); }
+  auto conn = sqlite::Connection::open(path, sqlite::OpenMode::read_only);
+  db::configure_connection(conn);
+  const int v = db::kSchemaVersion;
+  std::vector<db::Migration> chain = {{v, [](sqlite::Connection& c) { c.exec("CREATE TABLE later (a)"); }, false, true}};
+  db::ensure_schema(conn, v + 1, chain);
+  EXPECT_EQ(db::read_schema_version(conn), v);
+}
+
+TEST(Schema, AVersionSixFileNeedsMigratingAndAWriterMigratesIt) {
+  // 6 -> 7, 7 -> 8 and 8 -> 9 only add tables, but 9 -> 10 rebuilds iterations and variants (configs stored once): a
+  // read-only open of a version-6 file says to migrate it; a read-write open migrates it.
   auto path = test::temp_dir("db-schema") + "/v6.db";
-  {
-    auto db = ExperimentDb::open(path);
-    auto& c = db.connection();
-    c.exec("DROP TABLE harness_checks");
-    c.exec("DROP TABLE ideas");
-    c.exec("DROP TABLE idea_agent_ideas");
-    c.exec("DROP TABLE idea_agent_calls");
-    c.exec("DROP TABLE spare_evaluations");
-    c.exec("UPDATE schema_version SET version = 6");  // a fresh file records only its version
-  }
-  {
-    auto db = ExperimentDb::open(path, ExperimentDb::Mode::read_only);
-    EXPECT_EQ(db::read_schema_version(db.connection()), 6);
-    EXPECT_TRUE(db.harness_checks().empty());
-    EXPECT_TRUE(db.ideas().empty());
-    EXPECT_TRUE(db.runs().empty());
-  }
+  test::create_db_at_version(path, 6);
+  auto msg = error_of([&] { ExperimentDb::open(path, ExperimentDb::Mode::read_only); });
+  EXPECT_NE(msg.find("has schema version 6 and needs migrating to " + std::to_string(db::kSchemaVersion)),
+            std::string::npos) << msg;
+  EXPECT_NE(msg.find("attn-tuner db migrate"), std::string::npos) << msg;
   auto db = ExperimentDb::open(path);
   EXPECT_EQ(db::read_schema_version(db.connection()), db::kSchemaVersion);
   HarnessCheckRecord h;
@@ -163,23 +169,9 @@ TEST(Schema, AVersionSixFileIsReadAsItIsAndMigratedByAWriter) {
   EXPECT_THROW(db.add_harness_check(h), std::invalid_argument);
 }
 
-TEST(Schema, IdeasAreStoredUpdatedAndInterruptedAndAVersionSevenFileReadsWithout) {
-  // 7 -> 8 only adds ideas: a read-only open reads a version-7 file as it is (no ideas).
+TEST(Schema, IdeasAreStoredUpdatedAndInterruptedInAMigratedVersionSevenFile) {
   auto path = test::temp_dir("db-schema") + "/v7.db";
-  {
-    auto db = ExperimentDb::open(path);
-    db.connection().exec("DROP TABLE ideas");
-    db.connection().exec("DROP TABLE idea_agent_ideas");
-    db.connection().exec("DROP TABLE idea_agent_calls");
-    db.connection().exec("DROP TABLE spare_evaluations");
-    db.connection().exec("UPDATE schema_version SET version = 7");
-  }
-  {
-    auto ro = ExperimentDb::open(path, ExperimentDb::Mode::read_only);
-    EXPECT_EQ(db::read_schema_version(ro.connection()), 7);
-    EXPECT_TRUE(ro.ideas().empty());
-    EXPECT_FALSE(ro.idea(1));
-  }
+  test::create_db_at_version(path, 7);
   auto db = ExperimentDb::open(path);
   EXPECT_EQ(db::read_schema_version(db.connection()), db::kSchemaVersion);
   RunRecord rr;
@@ -282,22 +274,13 @@ TEST(Schema, ReadOnlyOpenNeverCreatesAFile) {
   EXPECT_NO_THROW(ExperimentDb::open(dir + "/empty.db", ExperimentDb::Mode::read_only));
 }
 
-TEST(Schema, IdeaAgentCallsAndTheirIdeasAreRecordedAndAVersionEightFileReadsWithout) {
-  // 8 -> 9 only adds the idea agent's tables: a read-only open reads a version-8 file as it is (no calls).
+TEST(Schema, IdeaAgentCallsAndTheirIdeasAreRecordedInAMigratedVersionEightFile) {
+  // 8 -> 9 only adds the idea agent's tables, but 9 -> 10 rebuilds iterations: a read-only open of a version-8
+  // file says to migrate it; a writer migrates it and records calls.
   auto path = test::temp_dir("db-schema") + "/v8.db";
-  {
-    auto db = ExperimentDb::open(path);
-    db.connection().exec("DROP TABLE idea_agent_ideas");
-    db.connection().exec("DROP TABLE idea_agent_calls");
-    db.connection().exec("DROP TABLE spare_evaluations");
-    db.connection().exec("UPDATE schema_version SET version = 8");
-  }
-  {
-    auto ro = ExperimentDb::open(path, ExperimentDb::Mode::read_only);
-    EXPECT_EQ(db::read_schema_version(ro.connection()), 8);
-    EXPECT_TRUE(idea_agent_calls(ro).empty());
-    EXPECT_TRUE(idea_agent_ideas(ro).empty());
-  }
+  test::create_db_at_version(path, 8);
+  const auto msg = error_of([&] { ExperimentDb::open(path, ExperimentDb::Mode::read_only); });
+  EXPECT_NE(msg.find("has schema version 8 and needs migrating"), std::string::npos) << msg;
   auto db = ExperimentDb::open(path);
   EXPECT_EQ(db::read_schema_version(db.connection()), db::kSchemaVersion);
   RunRecord rr;
@@ -341,17 +324,17 @@ TEST(Schema, IdeaAgentCallsAndTheirIdeasAreRecordedAndAVersionEightFileReadsWith
   EXPECT_THROW(begin_idea_agent_call(db, c), std::invalid_argument);
 }
 
-TEST(Schema, AVersionNineFileReadsWithoutSpareEvaluationsAndAWriterAddsThem) {
-  // 9 -> 10 only adds spare_evaluations: a read-only open reads a version-9 file as it is (none).
-  auto path = test::temp_dir("db-schema") + "/v9.db";
+TEST(Schema, AVersionTenFileReadsWithoutSpareEvaluationsAndAWriterAddsThem) {
+  // 10 -> 11 only adds spare_evaluations: a read-only open reads a version-10 file as it is (none).
+  auto path = test::temp_dir("db-schema") + "/v10.db";
   {
     auto db = ExperimentDb::open(path);
     db.connection().exec("DROP TABLE spare_evaluations");
-    db.connection().exec("UPDATE schema_version SET version = 9");
+    db.connection().exec("UPDATE schema_version SET version = 10");
   }
   {
     auto ro = ExperimentDb::open(path, ExperimentDb::Mode::read_only);
-    EXPECT_EQ(db::read_schema_version(ro.connection()), 9);
+    EXPECT_EQ(db::read_schema_version(ro.connection()), 10);
     EXPECT_TRUE(ro.spare_evaluations().empty());
   }
   auto db = ExperimentDb::open(path);

@@ -492,7 +492,7 @@ TEST_F(Store, SqlReadonlyReturnsRowsAndRefusesWrites) {
   EXPECT_EQ(r.rows[0][3], "0");
   EXPECT_EQ(r.rows[0][4], std::nullopt);
 
-  for (const char* write : {"DELETE FROM iterations", "UPDATE runs SET status = 'failed'",
+  for (const char* write : {"DELETE FROM iteration_rows", "UPDATE runs SET status = 'failed'",
                             "DROP TABLE champions", "CREATE TEMP TABLE x (a)", "PRAGMA journal_mode = DELETE",
                             "INSERT INTO schema_version (version) VALUES (2)"}) {
     try {

@@ -45,7 +45,7 @@ TEST(VerificationKinds, AFreshFileStoresThem) {
   EXPECT_EQ(db.iteration(a)->failure_kind, FailureKind::inconsistent);
   EXPECT_EQ(db.iteration(b)->failure_kind, FailureKind::below_floor);
   // The CHECK still refuses a name that is not a kind.
-  EXPECT_THROW(db.connection().exec("UPDATE iterations SET failure_kind = 'cheat' WHERE id = " + std::to_string(a)),
+  EXPECT_THROW(db.connection().exec("UPDATE iteration_rows SET failure_kind = 'cheat' WHERE id = " + std::to_string(a)),
                sqlite::Error);
 }
 
@@ -118,7 +118,7 @@ TEST(VerificationKinds, VersionFourFileIsRebuiltWithEveryRow) {
   EXPECT_EQ(test::dump_rows(c, kV4IterationColumns, "iterations", "id"), before);
   EXPECT_EQ(test::dump_rows(c, "*", "pragma_foreign_key_check", "1"), "");
   EXPECT_EQ(test::dump_rows(c, "foreign_keys", "pragma_foreign_keys", "1"), "1|\n");
-  EXPECT_EQ(test::dump_rows(c, "name", "sqlite_master WHERE type = 'index' AND tbl_name = 'iterations'", "name"),
+  EXPECT_EQ(test::dump_rows(c, "name", "sqlite_master WHERE type = 'index' AND tbl_name = 'iteration_rows'", "name"),
             "iterations_by_config|\niterations_by_proposal|\niterations_by_run|\niterations_by_suite|\n");
   EXPECT_EQ(db.iteration(1)->cases.size(), 1u);
   // The counter goes on after the deleted 4; the new kinds pass the rebuilt CHECK.

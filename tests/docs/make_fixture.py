@@ -86,8 +86,8 @@ def main():
                     "--idea-budget", "4", "--idea-poll", "0.2", "--iterations", "60", *common], check=True)
     con = sqlite3.connect(db)
     # The cubins live in the cache folder, which is not committed: export recompiles them from the sources.
-    con.execute("UPDATE variants SET cubin_path = ''")
-    con.execute("UPDATE variants SET compile_log = ''")
+    con.execute("UPDATE variant_rows SET cubin_path = ''")
+    con.execute("UPDATE variant_rows SET compile_log = ''")
     con.commit()
     cases = con.execute("SELECT c.case_id, min(c.median_ms) FROM case_results c JOIN iterations i ON i.id = "
                         "c.iteration_id WHERE i.suite = 'quick' GROUP BY c.case_id ORDER BY c.case_id").fetchall()

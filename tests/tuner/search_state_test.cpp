@@ -127,5 +127,56 @@ TEST(SearchStateRanked, StaysTheSortOfTheSuccessesThroughRecordsAndRetimings) {
   EXPECT_EQ(&moved.ranked().front(), &*moved.results().find(moved.ranked().front().first));
 }
 
+// record_all (a resume's history at once) leaves the state record() of each in order leaves: the same results,
+// ranked() order, unseen count and pending marks, through repeated configs (the last outcome wins, a success
+// replaced by a failure and the other way round), configs outside the space, configs with another list of names
+// (a parameter the space lacks) and a pending config; recorded on top of earlier records it also agrees.
+TEST(SearchStateRecordAll, LeavesTheStateRecordOfEachInOrderLeaves) {
+  const auto space = TemplateSpace::load_named(ATTN_TEMPLATES_DIR, "fa3_tma");
+  SearchState one(space), all(space);
+  std::mt19937_64 rng(11);
+  std::vector<std::pair<Config, Outcome>> history;
+  std::int64_t iter = 0;
+  for (int step = 0; step < 4000; ++step) {
+    Config c = one.valid_configs()[rng() % 500];
+    if (step % 97 == 0) c["STAGES"] = 7;                  // outside the space
+    if (step % 89 == 0) c["OLD_AXIS"] = step % 3;         // another list of names
+    if (step % 83 == 0) c.erase("SOFTMAX");               // a shorter one
+    const double score = 0.1 + double(rng() % 40) / 1000;  // ties on score
+    history.emplace_back(c, rng() % 5 == 0 ? Outcome::failed(++iter, "fault") : Outcome::success(++iter, score));
+  }
+  const Config pending = history[5].first;
+  one.mark_pending(pending);
+  all.mark_pending(pending);
+  for (const auto& [c, o] : history) one.record(c, o);
+  all.record_all(history);
+  auto same = [](const SearchState& a, const SearchState& b) {
+    ASSERT_EQ(a.results().size(), b.results().size());
+    auto ib = b.results().begin();
+    for (const auto& [c, o] : a.results()) {
+      ASSERT_EQ(c, ib->first);
+      EXPECT_EQ(o.iter, ib->second.iter);
+      EXPECT_EQ(o.score_ms, ib->second.score_ms);
+      EXPECT_EQ(o.failure, ib->second.failure);
+      ++ib;
+    }
+    ASSERT_EQ(a.ranked().size(), b.ranked().size());
+    for (std::size_t i = 0; i < a.ranked().size(); ++i) {
+      EXPECT_EQ(a.ranked()[i].first, b.ranked()[i].first) << "rank " << i;
+      EXPECT_EQ(a.ranked()[i].second.iter, b.ranked()[i].second.iter) << "rank " << i;
+    }
+    EXPECT_EQ(a.unseen_count(), b.unseen_count());
+  };
+  same(one, all);
+  EXPECT_FALSE(all.pending(pending));
+  EXPECT_LT(all.unseen_count(), all.valid_configs().size());
+  // On top of earlier records (record() a config at a time underneath).
+  std::vector<std::pair<Config, Outcome>> more(history.begin(), history.begin() + 300);
+  for (auto& [c, o] : more) o = Outcome::success(++iter, 0.05);
+  for (const auto& [c, o] : more) one.record(c, o);
+  all.record_all(more);
+  same(one, all);
+}
+
 }  // namespace
 }  // namespace attn

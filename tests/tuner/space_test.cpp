@@ -1,6 +1,7 @@
 // TemplateSpace: loading, constraint language, check(), enumerate() against brute force, and the
 // compact / JSON config formats.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <cstdlib>
 #include <set>
@@ -8,6 +9,7 @@
 #include <thread>
 
 #include "core/templates_dir.hpp"
+#include "db/configs.hpp"
 #include "tests/tuner/tuner_fixtures.hpp"
 #include "tuner/space.hpp"
 
@@ -400,6 +402,25 @@ TEST(TemplateSpace, DefaultTemplatesDirFollowsEnvironment) {
   ::unsetenv("ATTN_TUNER_TEMPLATES");
   EXPECT_EQ(default_templates_dir(), ATTN_TEMPLATES_DIR);
   if (old) ::setenv("ATTN_TUNER_TEMPLATES", saved.c_str(), 1);
+}
+
+// A config as the DB stores it (names and values lists, db/configs.hpp) reads back as the config its JSON is, for
+// every fa3_tma config of a sample; values that are not integers or lists that do not pair up are refused.
+TEST(Config, FromListsIsTheConfigTheDbSplit) {
+  const auto space = TemplateSpace::load_named(ATTN_TEMPLATES_DIR, "fa3_tma");
+  const auto all = space.enumerate();
+  for (std::size_t i = 0; i < all.size(); i += 997) {
+    const auto stored = db::split_params(config_to_json(all[i]));
+    const auto names = nlohmann::json::parse(stored.names_json).get<std::vector<std::string>>();
+    EXPECT_EQ(config_from_lists(names, stored.values_json), all[i]) << stored.values_json;
+  }
+  EXPECT_EQ(config_from_lists({"A", "B"}, "[64,-2]"), (Config{{"A", 64}, {"B", -2}}));
+  EXPECT_EQ(config_from_lists({"A", "B"}, "[64, -2]"), (Config{{"A", 64}, {"B", -2}}));  // spaces: the JSON path
+  EXPECT_EQ(config_from_lists({}, "[]"), Config{});
+  for (const auto& [names, values] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"A"}, "[1,2]"}, {{"A", "B"}, "[1]"}, {{"A"}, "[1.5]"}, {{"A"}, "[true]"}, {{"A"}, "[\"x\"]"},
+           {{"A"}, "[1"}, {{"A"}, "{}"}, {{"A"}, "[99999999999999999999]"}})
+    EXPECT_THROW(config_from_lists(names, values), std::invalid_argument) << values;
 }
 
 }  // namespace
