@@ -77,10 +77,10 @@ TEST(MigrationV10, ADaemonsSchemaNineFileKeepsEveryRowItsIdeasAndItsIdeaAgentCal
     sequences = test::dump_rows(conn, "name, seq", "sqlite_sequence", "name");
   }
 
-  auto db = ExperimentDb::open(path);  // migrates 9 -> 10
+  auto db = ExperimentDb::open(path);  // migrates 9 -> 10 (the rebuild) and on
   auto& c = db.connection();
   EXPECT_EQ(db::read_schema_version(c), db::kSchemaVersion);
-  ASSERT_EQ(db::kSchemaVersion, 10);
+  EXPECT_EQ(single(c, "SELECT count(*) FROM schema_version WHERE version = 10"), "1");
   for (std::size_t i = 0; i < kTables.size(); ++i)
     EXPECT_EQ(test::dump_rows(c, columns[i], kTables[i].first, kTables[i].second), before[i]) << kTables[i].first;
   EXPECT_EQ(single(c, "SELECT type FROM sqlite_master WHERE name = 'iterations'"), "view");
