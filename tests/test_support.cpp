@@ -64,4 +64,13 @@ CommandOutput run_binary(const std::string& args, const std::string& env) {
   return out;
 }
 
+std::int64_t begin_test_run(ExperimentDb& db, const std::string& suite, const std::string& template_name) {
+  RunRecord rr;
+  rr.suite = suite;
+  rr.strategy = "random";
+  rr.templates = {template_name};
+  rr.suite_json = "[]";
+  return db.begin_run(rr);
+}
+
 }  // namespace attn::test

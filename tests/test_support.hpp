@@ -1,6 +1,9 @@
 // Shared test helpers: paths to test data and to the built binary, and the GPU-present check.
 #pragma once
+#include <cstdint>
 #include <string>
+
+#include "db/store.hpp"
 
 namespace attn::test {
 
@@ -16,6 +19,10 @@ std::string temp_dir(const std::string& prefix);
 std::string read_text(const std::string& path);
 /// Replaces the file with `text`, creating its folders.
 void write_text(const std::string& path, const std::string& text);
+
+/// Begins a run (status running) in `db` of `suite`, strategy random, tuning `template_name`, with an empty suite
+/// manifest; returns its id. For tests that need a run to hang rows on.
+std::int64_t begin_test_run(ExperimentDb& db, const std::string& suite, const std::string& template_name);
 
 /// Exit code (-1: no normal exit) and stdout + stderr of a command.
 struct CommandOutput {

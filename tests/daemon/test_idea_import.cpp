@@ -26,12 +26,7 @@ struct ImportFixture : ::testing::Test {
 
   void SetUp() override {
     auto db = ExperimentDb::open(db_path);
-    RunRecord rr;
-    rr.suite = "smoke";
-    rr.strategy = "random";
-    rr.templates = {"fake"};
-    rr.suite_json = "[]";
-    const auto run = db.begin_run(rr);
+    const auto run = test::begin_test_run(db, "smoke", "fake");
     IterationRecord it;
     it.run_id = run;
     it.suite = "smoke";

@@ -12,6 +12,7 @@
 #include "daemon/db_merge.hpp"
 #include "daemon/next_job.hpp"
 #include "db/store.hpp"
+#include "tests/test_support.hpp"
 #include "tests/daemon/daemon_harness.hpp"
 
 namespace attn {
@@ -135,12 +136,7 @@ TEST(SpareGpu, MergeCopiesSpareEvaluationsWithTheIterationsNewIds) {
   for (const std::string c : {"1", "2"}) {
     inputs.push_back(dir + "/in" + c + ".db");
     auto db = ExperimentDb::open(inputs.back());
-    RunRecord rr;
-    rr.suite = "full";
-    rr.strategy = "random";
-    rr.templates = {"fake_wide"};
-    rr.suite_json = "[]";
-    const auto run = db.begin_run(rr);
+    const auto run = test::begin_test_run(db, "full", "fake_wide");
     VariantRecord v;
     v.template_name = "fake_wide";
     v.params_json = R"({"A":4,"B":2,"C":)" + c + R"(,"F":0})";

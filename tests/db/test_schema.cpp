@@ -174,12 +174,7 @@ TEST(Schema, IdeasAreStoredUpdatedAndInterruptedInAMigratedVersionSevenFile) {
   test::create_db_at_version(path, 7);
   auto db = ExperimentDb::open(path);
   EXPECT_EQ(db::read_schema_version(db.connection()), db::kSchemaVersion);
-  RunRecord rr;
-  rr.suite = "smoke";
-  rr.strategy = "random";
-  rr.templates = {"fake"};
-  rr.suite_json = "[]";
-  const auto run = db.begin_run(rr);
+  const auto run = test::begin_test_run(db, "smoke", "fake");
   IdeaRecord i;
   i.run_id = run;
   i.file = "a.idea";
@@ -283,12 +278,7 @@ TEST(Schema, IdeaAgentCallsAndTheirIdeasAreRecordedInAMigratedVersionEightFile) 
   EXPECT_NE(msg.find("has schema version 8 and needs migrating"), std::string::npos) << msg;
   auto db = ExperimentDb::open(path);
   EXPECT_EQ(db::read_schema_version(db.connection()), db::kSchemaVersion);
-  RunRecord rr;
-  rr.suite = "smoke";
-  rr.strategy = "random";
-  rr.templates = {"fake"};
-  rr.suite_json = "[]";
-  const auto run = db.begin_run(rr);
+  const auto run = test::begin_test_run(db, "smoke", "fake");
   IdeaAgentCallRecord c;
   c.run_id = run;
   c.command = "agent.sh";
@@ -339,12 +329,7 @@ TEST(Schema, AVersionTenFileReadsWithoutSpareEvaluationsAndAWriterAddsThem) {
   }
   auto db = ExperimentDb::open(path);
   EXPECT_EQ(db::read_schema_version(db.connection()), db::kSchemaVersion);
-  RunRecord rr;
-  rr.suite = "full";
-  rr.strategy = "random";
-  rr.templates = {"fa3_tma"};
-  rr.suite_json = "[]";
-  const auto run = db.begin_run(rr);
+  const auto run = test::begin_test_run(db, "full", "fa3_tma");
   VariantRecord v;
   v.template_name = "fa3_tma";
   v.params_json = R"({"BLOCK_N":64})";
