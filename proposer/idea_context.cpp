@@ -165,9 +165,10 @@ control, and the tuner explores the new axis against it. What keeps it identical
 A win becomes the parent of the next idea of its lineage; an idea written against an older parent must
 still apply to the new one:
 - keep hunks small, with their usual three lines of context, away from lines other ideas change;
-- give each hunk context that occurs once in its file: where a win kept the old code under `#else`, the same
-  lines occur twice, and patch may apply a hunk to the other copy on the new parent (it builds, it passes the
-  check, and its configs come out `wrong_result`); check it against the current champion (`--db`);
+- an idea that changes what a value means (a scale, a layout) must change every place that reads it; a win
+  after it was written may read it in a branch of its own (a new axis keeps the old code under `#else`): the
+  hunk still applies to the old path, the build passes the check, and configs with both on come out
+  `wrong_result`. Check it against the current champion (`--db`) and read the parent where the value is used;
 - prefer a new axis (default off) over a plain code change: the tuner can turn it off where it does not pay;
 - name the `Template:` (`{root}`), not a proposal's name; write `Retry: yes` to have it judged again on a
   new parent after a verdict on an older one;
