@@ -7,7 +7,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build}
 packages=(cmake g++ make pkg-config python3 libsqlite3-dev sqlite3 nlohmann-json3-dev libcli11-dev libfmt-dev
           libspdlog-dev libboost-dev libboost-filesystem-dev libgtest-dev libmuparser-dev libxxhash-dev
-          python3-matplotlib libdlib-dev diffutils xz-utils patch)
+          python3-matplotlib python3-numpy libdlib-dev diffutils xz-utils patch)
 sudo=""; [[ $(id -u) -ne 0 ]] && sudo=sudo
 # Prints those of the given Debian packages that are not installed, one per line.
 not_installed() {
