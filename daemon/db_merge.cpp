@@ -270,7 +270,7 @@ void merge_one(sqlite::Connection& conn, const std::string& path, MergeSummary& 
       "json_each(aba_json, '$.looks') l)) WHERE {1}json_type(aba_json, '$.looks') = 'array' ELSE 0 END",
       off_it, this_input));
 
-  // Spare evaluations (schema 10, docs/daemon.md): both iterations remapped.
+  // Spare evaluations (schema 11, docs/daemon.md): both iterations remapped.
   copy_rows(conn, "spare_evaluations",
             {{"iteration_id", plus("iteration_id", off_it)},
              {"screened_iteration_id", plus("screened_iteration_id", off_it)}},

@@ -34,7 +34,7 @@ for n in ${GPU_COUNTS:-1 2 4 8}; do
   env $preload ATTN_TUNER_FAKE_GPUS=$n "$bin" run --db "$db" --tsv "$dir/gpus_$n.tsv" --suite "${SUITE:-full}" --templates "$templates" \
     --template fake_wide --strategy random --worker-exe "$root/tests/daemon/fake_worker.py" --cache "$dir/cache" \
     --budget "${BUDGET:-20s}" --gpus "$gpus" "$@" >"$dir/gpus_$n.log" 2>&1 || { echo "run failed: $dir/gpus_$n.log"; exit 1; }
-  # Spare evaluations (docs/daemon.md) are not configs; a DB older than schema 10 has none.
+  # Spare evaluations (docs/daemon.md) are not configs; a DB older than schema 11 has none.
   spare="SELECT 1 FROM spare_evaluations s WHERE s.iteration_id = i.id"
   "$bin" query sql --db "$db" "SELECT 1 FROM spare_evaluations LIMIT 1" >/dev/null 2>&1 || spare="SELECT 1 WHERE 0"
   rate=$("$bin" query sql --db "$db" --format tsv "SELECT count(*), printf('%.1f', count(*) / ((julianday(max(finished_at)) - \
