@@ -62,6 +62,21 @@ std::string kit_files_json(const std::string& kit) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+std::string agent_idea_hash(const std::string& name, const std::string& text) {
+  try {
+    return parse_idea(name, text).hash;
+  } catch (const IdeaInputError&) {
+    return "file:" + xxh128_hex(text);
+  }
+}
+
+void write_queue_file(const std::string& queue_dir, const std::string& name, const std::string& text) {
+  fs::create_directories(queue_dir);
+  const fs::path tmp = fs::path(queue_dir) / ("." + name + ".tmp"), dest = fs::path(queue_dir) / name;
+  write_text_file(tmp.string(), text);
+  fs::rename(tmp, dest);
+}
+
 bool IdeaAgentOptions::due(std::size_t pending, bool has_champion, double since_last_s, bool last_queued_none) const {
   if (!enabled() || !has_champion || pending >= min_queued) return false;
   if (since_last_s >= 0 && last_queued_none && since_last_s < retry_s) return false;
@@ -173,15 +188,8 @@ IdeaAgentResult run_idea_agent_call(const IdeaAgentOptions& o, const IdeaAgentRe
       continue;
     }
     const std::string text = read_text_file(f.string());
-    IdeaAgentIdeaRecord i{rec.id, name, agent_queue_name(rec.id, name), "", text};
-    try {
-      i.idea_hash = parse_idea(name, text).hash;
-    } catch (const IdeaInputError&) {
-      i.idea_hash = "file:" + xxh128_hex(text);  // queued all the same: the daemon records it broken, bad_input
-    }
-    const fs::path tmp = fs::path(r.queue_dir) / ("." + i.queued_as + ".tmp"), dest = fs::path(r.queue_dir) / i.queued_as;
-    write_text_file(tmp.string(), text);
-    fs::rename(tmp, dest);
+    const IdeaAgentIdeaRecord i{rec.id, name, agent_queue_name(rec.id, name), agent_idea_hash(name, text), text};
+    write_queue_file(r.queue_dir, i.queued_as, text);
     add_idea_agent_idea(db, i);
     out.queued.push_back(i.queued_as);
   }

@@ -55,6 +55,14 @@ std::string idea_agent_dir_for(const std::string& db_path);
 /// replaced): the record of the kit an agent saw (idea_agent_calls.context_json). Throws on an unreadable file.
 std::string kit_files_json(const std::string& kit);
 
+/// The identity recorded for an agent's idea file: parse_idea's hash, or "file:<XXH3-128 of the bytes>" for bytes
+/// that are not an idea (queued all the same: the daemon judges them broken, bad_input).
+std::string agent_idea_hash(const std::string& name, const std::string& text);
+
+/// Writes `text` into the idea queue `queue_dir` as `name`, under a hidden name first and then renamed, so that
+/// the queue never reads half a file. Creates the folder. Throws on an I/O error.
+void write_queue_file(const std::string& queue_dir, const std::string& name, const std::string& text);
+
 /// The queue file name of idea file `file` of call `call_id`: "agent<call_id>_<file>" (".idea" appended when
 /// missing).
 std::string agent_queue_name(std::int64_t call_id, const std::string& file);

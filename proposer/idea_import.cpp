@@ -12,7 +12,6 @@
 
 #include "db/sqlite.hpp"
 #include "db/store_idea_agents.hpp"
-#include "gpu/compiler.hpp"
 #include "proposer/idea_agent_call.hpp"
 #include "proposer/idea_file.hpp"
 #include "tuner/proposal_template.hpp"
@@ -55,12 +54,8 @@ IdeaImportResult import_agent_ideas(ExperimentDb& db, const IdeaImportRequest& r
     if (fs::file_size(f, ec) > kIdeaFileMaxBytes) fail(fmt::format("{}: over the queue's {} bytes", f, kIdeaFileMaxBytes));
     if (!names.insert(name).second) fail(fmt::format("two files named {}", name));
     if (recorded.count(name)) fail(fmt::format("{}: an agent call in {} already recorded an idea of that name", name, db.path()));
-    IdeaAgentIdeaRecord i{0, name, name, "", read_text_file(f)};
-    try {
-      i.idea_hash = parse_idea(name, i.text).hash;
-    } catch (const IdeaInputError&) {
-      i.idea_hash = "file:" + xxh128_hex(i.text);  // recorded all the same: the daemon judges it broken, bad_input
-    }
+    const std::string text = read_text_file(f);
+    IdeaAgentIdeaRecord i{0, name, name, agent_idea_hash(name, text), text};
     if (!r.queue_dir.empty()) {
       const fs::path dest = fs::path(r.queue_dir) / name;
       if (fs::exists(dest) && read_text_file(dest.string()) != i.text)
@@ -88,14 +83,8 @@ IdeaImportResult import_agent_ideas(ExperimentDb& db, const IdeaImportRequest& r
   rec.reason = fmt::format("imported {}{}", fmt::join(out.queued_as, ", "),
                            r.queue_dir.empty() ? " (recorded only)" : " into " + r.queue_dir);
   finish_idea_agent_call(db, rec);
-  if (!r.queue_dir.empty()) {
-    fs::create_directories(r.queue_dir);
-    for (const auto& i : ideas) {
-      const fs::path tmp = fs::path(r.queue_dir) / ("." + i.queued_as + ".tmp"), dest = fs::path(r.queue_dir) / i.queued_as;
-      write_text_file(tmp.string(), i.text);
-      fs::rename(tmp, dest);
-    }
-  }
+  if (!r.queue_dir.empty())
+    for (const auto& i : ideas) write_queue_file(r.queue_dir, i.queued_as, i.text);
   tx.commit();
   out.call_id = rec.id;
   return out;
