@@ -9,7 +9,6 @@
 
 #include <fmt/format.h>
 
-#include "gpu/compiler.hpp"
 #include "proposer/idea_file.hpp"
 
 namespace attn {
@@ -68,7 +67,7 @@ std::vector<QueuedIdea> scan_idea_queue(const std::string& dir, std::string& pro
 }
 
 std::string idea_queue_key(const QueuedIdea& q) {
-  return q.name + "\n" + (q.bytes ? "file:" + xxh128_hex(*q.bytes) : q.error);
+  return q.name + "\n" + (q.bytes ? non_idea_hash(*q.bytes) : q.error);
 }
 
 std::size_t untaken_ideas(const std::vector<QueuedIdea>& queued, const std::set<std::string>& taken) {

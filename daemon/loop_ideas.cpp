@@ -23,9 +23,6 @@
 namespace attn::tuning {
 namespace {
 
-/// The identity of bytes that are not an idea (bad input, a queue problem): "file:" + their XXH3-128.
-std::string bytes_hash(const std::string& s) { return "file:" + xxh128_hex(s); }
-
 /// The Config with `axis` = `value` (a new axis of an idea switched on).
 Config with(Config c, const std::string& axis, std::int64_t value) {
   c[axis] = value;
@@ -81,7 +78,7 @@ void Loop::poll_ideas(GpuSlot& slot) {
       IdeaRecord r;
       r.run_id = summary_.run_id;
       r.file = o_.ideas.dir;
-      r.idea_hash = bytes_hash(problem);
+      r.idea_hash = non_idea_hash(problem);
       r.status = IdeaStatus::done;
       r.verdict = IdeaVerdict::broken;
       r.broken_kind = IdeaBrokenKind::bad_input;
@@ -117,14 +114,14 @@ bool Loop::start_idea(const QueuedIdea& q) {
     return true;
   };
   if (!q.bytes) {
-    rec.idea_hash = bytes_hash(q.name + "\n" + q.error);
+    rec.idea_hash = non_idea_hash(q.name + "\n" + q.error);
     return record_broken(IdeaBrokenKind::bad_input, q.error);
   }
   IdeaFile file;
   try {
     file = parse_idea(q.name, *q.bytes);
   } catch (const IdeaInputError& e) {
-    rec.idea_hash = bytes_hash(*q.bytes);
+    rec.idea_hash = non_idea_hash(*q.bytes);
     return record_broken(IdeaBrokenKind::bad_input, e.what());
   }
   rec.idea_hash = file.hash;

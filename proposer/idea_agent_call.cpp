@@ -66,7 +66,7 @@ std::string agent_idea_hash(const std::string& name, const std::string& text) {
   try {
     return parse_idea(name, text).hash;
   } catch (const IdeaInputError&) {
-    return "file:" + xxh128_hex(text);
+    return non_idea_hash(text);
   }
 }
 

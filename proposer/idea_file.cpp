@@ -152,6 +152,8 @@ std::vector<DiffFile> split_unified_diff(const std::string& diff) {
   return files;
 }
 
+std::string non_idea_hash(const std::string& bytes) { return "file:" + xxh128_hex(bytes); }
+
 IdeaFile parse_idea(const std::string& name, const std::string& bytes) {
   if (const auto why = utf8_problem(bytes); !why.empty()) throw IdeaInputError("the file has " + why);
   IdeaFile idea;

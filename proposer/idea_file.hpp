@@ -65,6 +65,9 @@ struct IdeaFile {
 /// Space is empty, or a diff whose hunks do not add up (line counts of the @@ headers), or that names a
 /// path that is absolute or climbs out with "..".
 IdeaFile parse_idea(const std::string& name, const std::string& bytes);
+/// The identity of bytes that are not an idea (bad input, a queue problem): "file:" + their XXH3-128, so that
+/// it never equals an idea's hash.
+std::string non_idea_hash(const std::string& bytes);
 
 /// Splits a unified diff into files, checking every hunk's line counts. Throws IdeaInputError.
 std::vector<DiffFile> split_unified_diff(const std::string& diff);
