@@ -2,7 +2,9 @@
 // as JSON lines on stdin, one answer per line on stdout; logs on stderr. Started by Compiler (CompilerOptions::procs).
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <ext/stdio_filebuf.h>
 #include <iostream>
@@ -17,6 +19,9 @@ void add_compile_worker_command(CLI::App& app) {
                                                    "stdin, one answer per line on stdout (started by run and "
                                                    "compile --compile-procs; see docs/gpu.md)");
   cmd->callback([] {
+    errno = 0;
+    if (::nice(kCompileWorkerNice) == -1 && errno != 0)
+      std::fprintf(stderr, "attn-tuner compile-worker: cannot lower its priority: %s\n", std::strerror(errno));
     // The protocol gets a private copy of stdout; fd 1 then points at stderr, so that anything else that prints
     // to stdout cannot corrupt the answer stream.
     const int proto_fd = ::dup(STDOUT_FILENO);

@@ -114,6 +114,10 @@ void add_run_command(CLI::App& app) {
   cmd->add_flag("--no-spare-evals", *no_spare,
                 "give a GPU that no compiled config waits for nothing to do, rather than whole-suite evaluations of "
                 "the best screened-out configs (docs/daemon.md)");
+  auto no_ahead = std::make_shared<bool>(false);
+  cmd->add_flag("--no-eval-ahead", *no_ahead,
+                "write a GPU's next screen only after the loop recorded its last, rather than while the GPU times it "
+                "(docs/daemon.md)");
   cmd->add_option("--spare-cutoff", o->spare_cutoff,
                   "spare evaluations: screened-out configs within this fraction of the best screen")
       ->capture_default_str();
@@ -147,9 +151,10 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--worker-exe", *worker_exe, "program to run as the GPU worker (tests); default: this binary")->group("");
   cmd->add_flag("--detach", *detach, "run in the background: pid file <db>.pid, log <db>.log");
   cmd->callback([o, budget, iterations, detach, worker_exe, compile_procs, fidelity, no_holdout, proposer, gpus, shard,
-                 db_sync, no_spare] {
+                 db_sync, no_spare, no_ahead] {
     o->db_sync_full = *db_sync == "full";
     o->spare_evals = !*no_spare;
+    o->eval_ahead = !*no_ahead;
     try {
       if (!gpus->empty()) o->gpus = parse_gpus(*gpus);
       if (!shard->empty()) o->shard = parse_shard(*shard);

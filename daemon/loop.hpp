@@ -46,6 +46,9 @@ Measured to_measured(const EvalResponse& r);
 /// The kind an eval's failure is recorded with: worker_died for a request the worker rejected, else the
 /// status's own kind (none when it is ok).
 FailureKind failure_kind(const ReplyStatus& s);
+/// A reply after which the worker is restarted: it faulted, hung, died, or rejected the request. Wrong results
+/// and the other result checks, and device limits, leave a healthy worker (docs/verification.md).
+bool ends_worker(const ReplyStatus& s);
 /// One case's result as the DB stores it (timing fields only when timed, diffs only when validated).
 CaseResultRecord to_record(const CaseResult& c);
 /// "N regs[, spills S+L B][, wgmma serialized]": a variant's resources for the iteration's description.
@@ -56,13 +59,23 @@ Outcome outcome_of(const IterationRecord& it);
 /// The same, of a row of ExperimentDb::search_history (a resume).
 Outcome outcome_of(const HistoryRow& r);
 
+/// A screen request written to a GPU's worker before its turn (Loop::send_screen): the worker answers its
+/// requests in order, so it starts this one the moment it has answered the one before.
+struct SentScreen {
+  std::int64_t cases_gen = 0;         // the generation of the cases its worker held when it was sent
+  Clock::time_point sent;             // when it was written (its busy time starts then, or at the answer before it)
+  std::optional<EvalResponse> reply;  // its answer, once read (Loop::receive_front)
+};
+
 /// One proposal compiling ahead, or a patched sibling (Loop::queue_siblings) whose cubin is ready.
 struct InFlight {
   TemplateProposal proposal;
   std::shared_future<CompiledVariant> compiled;
   bool sibling = false;  // refill() counts the compile pool's work by the others
   /// A spare evaluation (Loop::take_spare): the whole suite for the config that this screen iteration screened out.
-  std::optional<std::int64_t> spare_of;
+  std::optional<std::int64_t> spare_of{};
+  /// Its screen request, once written to its GPU's worker (Loop::screen_on, Loop::send_ahead).
+  std::shared_ptr<SentScreen> sent{};
 };
 
 /// A screened-out near miss that spare GPU time may evaluate on the whole suite (RunOptions::spare_evals).
@@ -94,6 +107,11 @@ struct GpuSlot {
   std::int64_t iterations = 0, restarts = 0;
   double busy_ms = 0;            // wall time its worker spent on eval requests (Loop::eval_on)
   double spare_ms = 0;           // of which on spare evaluations
+  /// The next config, its screen already written to the worker while this slot's current one is evaluated
+  /// (Loop::send_ahead, RunOptions::eval_ahead); counted in Loop::busy_ from then. It is this slot's next job.
+  std::optional<InFlight> ahead;
+  std::deque<std::shared_ptr<SentScreen>> unanswered;  // screens written to the worker and not yet read, oldest first
+  Clock::time_point answered_at;  // when its worker last answered (a request sent ahead is busy from then)
   WorkerRecord record;           // its current worker (the <db>.worker file lists every slot's)
 };
 
@@ -167,6 +185,7 @@ class Loop {
   // evaluations done, those kept (a new champion), and their GPU time (ms).
   std::multimap<double, ScreenedNearMiss> near_misses_;
   std::int64_t spare_evals_ = 0, spare_kept_ = 0;
+  std::int64_t sent_ahead_ = 0;  // screens written to a worker before the answer to the one before was read
   double spare_ms_ = 0;
   IdeaSession ideas_;  // the idea queue's state (daemon/loop_ideas.cpp does its I/O, docs/ideas.md)
 
@@ -239,6 +258,7 @@ class Loop {
   /// check it prepares them again).
   void ensure_cases(GpuSlot& slot);
   /// Kills the slot's worker (it died, hung or faulted); the next use starts a fresh one on the same GPU.
+  /// Screens it had not answered are lost: the slot's `ahead` job without an answer goes back to the queue's front.
   void restart_worker(GpuSlot& slot);
   /// --rotate-seeds: at each round boundary draw the suite's seeds from the round's root seed.
   void maybe_rotate();
@@ -268,7 +288,9 @@ class Loop {
   /// Starts (or restarts) the slot's worker on its GPU and prepares the tuning cases, unless it is ready.
   void start_worker(GpuSlot& slot);
   milliseconds eval_deadline() const;
-  std::optional<std::string> stop_reason() const;
+  /// Why the run ends now, if it does. `own_ahead`: jobs in flight that belong to the caller's slot (its
+  /// GpuSlot::ahead, which it takes next) and so do not count against the iteration limit.
+  std::optional<std::string> stop_reason(int own_ahead = 0) const;
   /// Keeps the compile pool's queue as deep as its threads with the search's proposals.
   void refill();
   /// After `p` compiled to `cv` whose cubin takes the patch (CompiledVariant::patchable): the configs that differ
@@ -315,7 +337,25 @@ class Loop {
   /// call (the run's end). True when a new template joined.
   bool collect_proposal(bool wait = false);
   /// `req` on `slot`'s worker with the loop's lock released; its wall time counts as the GPU's busy time.
+  /// Screens sent ahead are read first (drain_ahead), and a worker they ended is started again with the cases.
   EvalResponse eval_on(GpuSlot& slot, const EvalRequest& req, milliseconds deadline);
+  /// The ladder's screen request of compiled variant `cv` of template `tname`.
+  EvalRequest screen_request(const std::string& tname, const CompiledVariant& cv) const;
+  /// `job`'s screen on `slot`: the answer to its request sent ahead when that was made against the cases the
+  /// worker holds now (`gen`), else written now; with it on the way, the next compiled config is sent ahead
+  /// (send_ahead). A reply that ended the worker has restarted it (receive_front).
+  EvalResponse screen_on(GpuSlot& slot, InFlight& job, const EvalRequest& req, std::int64_t gen);
+  /// Writes `req` to `slot`'s worker without waiting; a write that fails is the reply (worker_died).
+  std::shared_ptr<SentScreen> send_screen(GpuSlot& slot, const EvalRequest& req);
+  /// RunOptions::eval_ahead: the first compiled config of the queue that the ladder screens has its screen
+  /// written to `slot`'s worker now, while the current one is timed, and becomes the slot's next job.
+  /// Nothing when the slot has one already, its worker is not ready, or the run is about to end.
+  void send_ahead(GpuSlot& slot);
+  /// Reads the answer to `slot`'s oldest unanswered screen; an answer that ended the worker (ends_worker)
+  /// restarts it, and the screens behind it are lost (restart_worker puts their jobs back in the queue).
+  void receive_front(GpuSlot& slot);
+  /// Reads every unanswered screen of `slot` (before any other request, which would be answered after them).
+  void drain_ahead(GpuSlot& slot);
   /// A/B/A re-timing of a validated variant: timing only.
   std::optional<Measured> retime(const Contender& c);
   void report_throughput();

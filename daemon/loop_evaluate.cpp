@@ -24,6 +24,11 @@ Measured to_measured(const EvalResponse& r) {
 
 FailureKind failure_kind(const ReplyStatus& s) { return s.rejected ? FailureKind::worker_died : s.failure; }
 
+bool ends_worker(const ReplyStatus& s) {
+  return s.failure == FailureKind::fault || s.failure == FailureKind::hang || s.failure == FailureKind::worker_died ||
+         s.rejected;
+}
+
 CaseResultRecord to_record(const CaseResult& c) {
   CaseResultRecord r;
   r.case_id = c.case_id;
@@ -274,10 +279,10 @@ void Loop::evaluate(InFlight& job, GpuSlot& slot) {
   it.gpu_ms = 0.0;
   // An idea's configs are judged in full; a spare evaluation is the whole suite for a config screened before.
   const bool screened = screen_ && !ideas_.is_idea_template(tname) && !spare;
+  bool screen_failed = false;  // its failure restarted the worker as it was read (receive_front)
   if (screened) {  // the ladder's first rung: the screen cases, few samples
-    const EvalRequest req{cv.cubin_path, kernels_.at(tname), screen_timing(o_.timing, o_.ladder), true, true,
-                          screen_->case_ids};
-    r = eval_on(slot, req, deadline);
+    r = screen_on(slot, job, screen_request(tname, cv), slot.cases_gen);
+    screen_failed = !r.status.ok();
     note_sm_clock(it, r);
     const double ms = r.wall_ms > 0 ? r.wall_ms : seconds_since(t0) * 1000;
     *it.gpu_ms += ms;
@@ -311,7 +316,7 @@ void Loop::evaluate(InFlight& job, GpuSlot& slot) {
   it.fidelity = screened && !it.screen_ms ? Fidelity::screen : Fidelity::full;
   if (it.fidelity == Fidelity::full) {
     t0 = Clock::now();
-    const EvalRequest req{cv.cubin_path, kernels_.at(tname), o_.timing, true, true};
+    const EvalRequest req{cv.cubin_path, kernels_.at(tname), o_.timing, true, true, {}};
     r = eval_on(slot, req, deadline);
     note_sm_clock(it, r);
     const double ms = r.wall_ms > 0 ? r.wall_ms : seconds_since(t0) * 1000;
@@ -344,10 +349,8 @@ void Loop::evaluate(InFlight& job, GpuSlot& slot) {
       what = fmt::format("no answer within {:.1f} s, worker killed", deadline.count() / 1000.0);
     }
     it.description = fmt::format("{}; {}{}: {}; {}", head, screen_note, r.status.name(), what, resources_text(cv));
-    if (r.status.failure == FailureKind::fault || r.status.failure == FailureKind::hang ||
-        r.status.failure == FailureKind::worker_died || r.status.rejected) {
+    if (ends_worker(r.status) && !screen_failed)
       restart_worker(slot);  // a fresh worker on this GPU for its next iteration; the other GPUs go on
-    }
     return finish(it, cfg, slot, spare);
   }
 
@@ -404,16 +407,19 @@ void Loop::evaluate(InFlight& job, GpuSlot& slot) {
 }
 
 EvalResponse Loop::eval_on(GpuSlot& slot, const EvalRequest& req, milliseconds deadline) {
+  drain_ahead(slot);
+  if (!slot.ready) ensure_cases(slot);  // a screen read just now ended the worker
   const auto t0 = Clock::now();
   EvalResponse r = unlocked(mu_, [&] { return slot.worker->eval(req, deadline); });
-  slot.busy_ms += seconds_since(t0) * 1000;
+  slot.answered_at = Clock::now();
+  slot.busy_ms += std::chrono::duration<double, std::milli>(slot.answered_at - t0).count();
   return r;
 }
 
 std::optional<Measured> Loop::retime(const Contender& c) {
   GpuSlot& slot = *challenge_slot_;
   ensure_cases(slot);
-  const EvalRequest req{c.cubin_path, c.kernel, o_.timing, false, true};
+  const EvalRequest req{c.cubin_path, c.kernel, o_.timing, false, true, {}};
   const auto deadline = eval_deadline();
   const EvalResponse r = eval_on(slot, req, deadline);
   if (!r.status.ok() || !(r.score_ms > 0)) {
@@ -423,6 +429,59 @@ std::optional<Measured> Loop::retime(const Contender& c) {
   }
   if (const auto& inc = champions_.overall(); inc && inc->iter == c.iter) champion_eval_ms_ = r.wall_ms;
   return to_measured(r);
+}
+
+EvalRequest Loop::screen_request(const std::string& tname, const CompiledVariant& cv) const {
+  return EvalRequest{cv.cubin_path, kernels_.at(tname), screen_timing(o_.timing, o_.ladder), true, true, screen_->case_ids};
+}
+
+std::shared_ptr<SentScreen> Loop::send_screen(GpuSlot& slot, const EvalRequest& req) {
+  auto s = std::make_shared<SentScreen>();
+  s->cases_gen = slot.cases_gen;
+  s->sent = Clock::now();
+  if (const ReplyStatus st = slot.worker->send_eval(req); !st.ok()) {  // a pipe write: no unlock needed
+    EvalResponse r;
+    r.status = st;
+    s->reply = std::move(r);
+    restart_worker(slot);  // it is gone: a fresh one on this GPU for the next request
+  } else {
+    slot.unanswered.push_back(s);
+  }
+  return s;
+}
+
+void Loop::receive_front(GpuSlot& slot) {
+  const std::shared_ptr<SentScreen> s = slot.unanswered.front();
+  const milliseconds deadline = eval_deadline();
+  EvalResponse r = unlocked(mu_, [&] { return slot.worker->receive_eval(deadline); });
+  slot.unanswered.pop_front();  // only this slot's thread touches its worker and this deque
+  const auto now = Clock::now();
+  slot.busy_ms += std::chrono::duration<double, std::milli>(now - std::max(s->sent, slot.answered_at)).count();
+  slot.answered_at = now;
+  const bool ended = ends_worker(r.status);
+  s->reply = std::move(r);
+  if (ended) restart_worker(slot);
+}
+
+void Loop::drain_ahead(GpuSlot& slot) {
+  while (!slot.unanswered.empty()) receive_front(slot);
+}
+
+EvalResponse Loop::screen_on(GpuSlot& slot, InFlight& job, const EvalRequest& req, std::int64_t gen) {
+  for (;;) {
+    const bool answered = job.sent && job.sent->reply && job.sent->cases_gen == gen;
+    const bool waiting = job.sent && !job.sent->reply &&
+                         std::find(slot.unanswered.begin(), slot.unanswered.end(), job.sent) != slot.unanswered.end();
+    if (answered || waiting) {
+      send_ahead(slot);  // the GPU gets its next config before this answer is read and recorded
+      while (!job.sent->reply && !slot.unanswered.empty()) receive_front(slot);
+      if (job.sent->reply && job.sent->cases_gen == gen) return *job.sent->reply;
+    }
+    // Not sent yet, sent against cases the worker no longer holds, or lost with a worker that ended: now.
+    if (!slot.ready) ensure_cases(slot);
+    gen = slot.cases_gen;
+    job.sent = send_screen(slot, req);
+  }
 }
 
 }  // namespace attn::tuning

@@ -50,6 +50,7 @@ void Loop::make_slots() {
 }
 
 bool Loop::prepare_suite(GpuSlot& slot, const std::vector<CaseSpec>& cases) {
+  drain_ahead(slot);  // screens sent ahead are answered on the cases they were sent with
   start_worker(slot);
   slot.state = "preparing cases";
   const auto timeout = milliseconds(std::int64_t(o_.prepare_timeout_s * 1000));
@@ -77,6 +78,16 @@ void Loop::ensure_cases(GpuSlot& slot) {
 void Loop::restart_worker(GpuSlot& slot) {
   slot.ready = false;
   slot.state = "restarting";
+  slot.unanswered.clear();  // their answers die with the worker
+  if (slot.ahead && !slot.ahead->sent->reply) {  // not this config's fault: back to the queue's front, unsent
+    spdlog::info("GPU {}: {} {} goes back to the queue: its screen was sent ahead to a worker that ended",
+                 slot.gpu.index, slot.ahead->proposal.template_name, config_to_compact(slot.ahead->proposal.proposal.config));
+    slot.ahead->sent.reset();
+    inflight_.push_front(std::move(*slot.ahead));
+    slot.ahead.reset();
+    --busy_;
+    cv_.notify_all();
+  }
   unlocked(mu_, [&] { slot.worker->restart(); });
 }
 
@@ -124,13 +135,13 @@ milliseconds Loop::eval_deadline() const {
   return milliseconds(std::int64_t(s * 1000));
 }
 
-std::optional<std::string> Loop::stop_reason() const {
+std::optional<std::string> Loop::stop_reason(int own_ahead) const {
   if (!summary_.stop_reason.empty()) return summary_.stop_reason;  // another GPU's loop ended the run
   if (failure_) return std::string("a GPU's loop failed");
   if (stop_.stopping()) return std::string("stopped on request");
   if (o_.budget_s && seconds_since(started_) >= *o_.budget_s)
     return fmt::format("budget of {:.0f} s used up", *o_.budget_s);
-  if (o_.max_iterations && summary_.iterations + busy_ >= *o_.max_iterations)  // counting those in flight
+  if (o_.max_iterations && summary_.iterations + busy_ - own_ahead >= *o_.max_iterations)  // counting those in flight
     return fmt::format("iteration limit {} reached", *o_.max_iterations);
   return std::nullopt;
 }
@@ -168,6 +179,28 @@ void Loop::queue_siblings(const TemplateProposal& p, const CompiledVariant& cv) 
                      done.get_future().share(), true});
   }
   inflight_.insert(inflight_.begin(), std::make_move_iterator(ready.begin()), std::make_move_iterator(ready.end()));
+}
+
+void Loop::send_ahead(GpuSlot& slot) {
+  if (!o_.eval_ahead || !screen_ || slot.ahead || !slot.ready || slot.cases_gen != cases_gen_ || stop_reason()) return;
+  // stop_reason() counts busy_: with an iteration limit, this job fits under it.
+  for (std::size_t i = 0; i < inflight_.size(); ++i) {
+    InFlight& f = inflight_[i];
+    if (f.spare_of || ideas_.is_idea_template(f.proposal.template_name) ||
+        f.compiled.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+      continue;
+    const CompiledVariant& cv = f.compiled.get();
+    if (!cv.ok || cv.cubin_path.empty()) continue;  // its iteration records the failure without a GPU
+    const std::shared_ptr<SentScreen> sent = send_screen(slot, screen_request(f.proposal.template_name, cv));
+    if (sent->reply) return;  // the worker is gone: the current job's answer says so
+    InFlight job = std::move(f);
+    inflight_.erase(inflight_.begin() + std::ptrdiff_t(i));
+    job.sent = sent;
+    slot.ahead = std::move(job);
+    ++busy_;
+    ++sent_ahead_;
+    return;
+  }
 }
 
 bool Loop::spare_due() {
@@ -229,8 +262,12 @@ void Loop::loop(std::unique_lock<std::mutex>& lock) {
 
 void Loop::gpu_loop(GpuSlot& slot, std::unique_lock<std::mutex>& lock) {
   for (;;) {
-    if (auto why = stop_reason()) {
+    if (auto why = stop_reason(slot.ahead ? 1 : 0)) {
       if (summary_.stop_reason.empty() && !failure_) summary_.stop_reason = *why;
+      if (slot.ahead) {  // its screen is dropped with the run (no row was written for it)
+        slot.ahead.reset();
+        --busy_;
+      }
       return;
     }
     maybe_rotate();
@@ -240,59 +277,64 @@ void Loop::gpu_loop(GpuSlot& slot, std::unique_lock<std::mutex>& lock) {
     if (!proposing_.valid() && o_.proposer.due(summary_.iterations, summary_.iterations - champion_at_, proposed_at_))
       start_proposal();
     refill();
-    if (inflight_.empty() && busy_ == 0 && o_.proposer.enabled() && !stop_reason()) {
-      if (!proposing_.valid() && !idle_proposal_tried_) {  // nothing else to tune: ask the proposer once
-        idle_proposal_tried_ = true;
-        start_proposal();
+    InFlight job;
+    if (slot.ahead) {  // its screen is on this GPU already (send_ahead); busy_ counts it since
+      job = std::move(*slot.ahead);
+      slot.ahead.reset();
+    } else {
+      if (inflight_.empty() && busy_ == 0 && o_.proposer.enabled() && !stop_reason()) {
+        if (!proposing_.valid() && !idle_proposal_tried_) {  // nothing else to tune: ask the proposer once
+          idle_proposal_tried_ = true;
+          start_proposal();
+        }
+        if (proposing_.valid()) {  // it may bring a template: wait for it rather than end
+          slot.state = "idle";
+          cv_.wait_for(lock, milliseconds(200));
+          continue;
+        }
       }
-      if (proposing_.valid()) {  // it may bring a template: wait for it rather than end
+      // With an idea agent, nothing to tune is no end: its calls may bring ideas until the budget ends.
+      if (inflight_.empty() && busy_ == 0 && o_.idea_agent.enabled() && o_.ideas.enabled() && !stop_reason()) {
         slot.state = "idle";
         cv_.wait_for(lock, milliseconds(200));
         continue;
       }
-    }
-    // With an idea agent, nothing to tune is no end: its calls may bring ideas until the budget ends.
-    if (inflight_.empty() && busy_ == 0 && o_.idea_agent.enabled() && o_.ideas.enabled() && !stop_reason()) {
-      slot.state = "idle";
-      cv_.wait_for(lock, milliseconds(200));
-      continue;
-    }
-    if (inflight_.empty() && ideas_.current() && busy_ == 0) {  // its check is still running: wait for it, not the end
-      slot.state = "idle";
-      cv_.wait_for(lock, milliseconds(200));
-      continue;
-    }
-    if (inflight_.empty()) {
-      if (busy_ > 0) {
+      if (inflight_.empty() && ideas_.current() && busy_ == 0) {  // its check is still running: wait for it, not the end
         slot.state = "idle";
-        cv_.wait(lock);
+        cv_.wait_for(lock, milliseconds(200));
         continue;
       }
-      if (o_.ideas.enabled()) {  // the queue may still hold ideas: look once more before the end
-        ideas_.look_now();
-        poll_ideas(slot);
-        if (ideas_.current()) continue;
+      if (inflight_.empty()) {
+        if (busy_ > 0) {
+          slot.state = "idle";
+          cv_.wait(lock);
+          continue;
+        }
+        if (o_.ideas.enabled()) {  // the queue may still hold ideas: look once more before the end
+          ideas_.look_now();
+          poll_ideas(slot);
+          if (ideas_.current()) continue;
+        }
+        std::size_t total = 0;
+        for (const auto& n : search_.template_names()) total += search_.state(n).valid_configs().size();
+        if (summary_.stop_reason.empty())
+          summary_.stop_reason = fmt::format("search space exhausted: all {} valid configs evaluated", total);
+        cv_.notify_all();
+        return;
       }
-      std::size_t total = 0;
-      for (const auto& n : search_.template_names()) total += search_.state(n).valid_configs().size();
-      if (summary_.stop_reason.empty())
-        summary_.stop_reason = fmt::format("search space exhausted: all {} valid configs evaluated", total);
-      cv_.notify_all();
-      return;
+      // A compiled config waiting for a GPU goes first (in queue order); with none, spare GPU time; else the front.
+      std::vector<bool> compiled(inflight_.size());
+      for (std::size_t i = 0; i < inflight_.size(); ++i)
+        compiled[i] = inflight_[i].compiled.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+      const NextJob next = next_job(compiled, o_.spare_evals && spare_due());
+      if (next.kind == NextJob::Kind::spare) {
+        job = take_spare();
+      } else {
+        job = std::move(inflight_[next.index]);
+        inflight_.erase(inflight_.begin() + std::ptrdiff_t(next.index));
+      }
+      ++busy_;
     }
-    // A compiled config waiting for a GPU goes first (in queue order); with none, spare GPU time; else the front.
-    std::vector<bool> compiled(inflight_.size());
-    for (std::size_t i = 0; i < inflight_.size(); ++i)
-      compiled[i] = inflight_[i].compiled.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
-    const NextJob next = next_job(compiled, o_.spare_evals && spare_due());
-    InFlight job;
-    if (next.kind == NextJob::Kind::spare) {
-      job = take_spare();
-    } else {
-      job = std::move(inflight_[next.index]);
-      inflight_.erase(inflight_.begin() + std::ptrdiff_t(next.index));
-    }
-    ++busy_;
     struct Done {  // also when evaluate throws
       Loop& loop;
       GpuSlot& slot;

@@ -204,6 +204,7 @@ void Loop::write_status(const std::string& current) {
                       {"spare_kept", spare_kept_},
                       {"spare_gpu_s", spare_ms_ / 1000},
                       {"spare_evals_on", o_.spare_evals && screen_.has_value()},
+                      {"screens_sent_ahead", sent_ahead_},
                       {"root_seed", root_seed_ ? nlohmann::json(*root_seed_) : nlohmann::json()},
                       {"holdout_seed", holdout_ ? nlohmann::json(holdout_->root_seed()) : nlohmann::json()},
                       {"shard", o_.shard ? nlohmann::json(o_.shard->text()) : nlohmann::json()},
@@ -276,6 +277,8 @@ void Loop::report_throughput() {
     say(fmt::format("spare GPU time: {} whole-suite evaluations of screened-out near misses (within {:g}% of the best "
                     "screen) while no compiled config waited, {:.1f} s of GPU time, {} kept as a new champion",
                     spare_evals_, o_.spare_cutoff * 100, spare_ms_ / 1000, spare_kept_));
+  if (o_.eval_ahead && screen_)
+    say(fmt::format("screens sent ahead: {} (written to a GPU's worker while it timed the config before)", sent_ahead_));
   std::string busy;
   for (const auto& s : slots_)
     busy += fmt::format("{}GPU {} {:.1f} % ({:.1f} s{})", busy.empty() ? "" : ", ", s->gpu.index,

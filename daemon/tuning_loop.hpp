@@ -76,6 +76,10 @@ struct RunOptions {
   /// Off with --no-spare-evals; only with the ladder's screen.
   bool spare_evals = true;
   double spare_cutoff = 0.30;
+  /// Screens sent ahead (docs/daemon.md "Screens sent ahead"): while a GPU times one config's screen, the next
+  /// compiled config's screen is written to its worker, which starts it the moment it answers; the loop records
+  /// the first meanwhile, so the GPU does not wait on the loop's DB writes. Off with --no-eval-ahead.
+  bool eval_ahead = true;
 };
 
 /// How a run ended.

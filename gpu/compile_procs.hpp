@@ -19,6 +19,11 @@
 
 namespace attn {
 
+/// How much lower a compile worker's CPU priority is than its daemon's (nice(2) increment; `attn-tuner compile-worker`
+/// applies it at its start). With a worker per core, NVRTC would otherwise delay the GPU workers and the tuning loop
+/// that keep the GPUs fed; lowered, it gets every cycle they leave (docs/daemon.md "Screens sent ahead").
+inline constexpr int kCompileWorkerNice = 10;
+
 /// How many compile workers, which program, and how long one job may take.
 struct CompileProcsOptions {
   unsigned procs = 0;  ///< worker processes; 0 = none (NVRTC in the caller's process)

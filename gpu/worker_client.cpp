@@ -9,7 +9,9 @@
 #include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 
 #include <boost/process.hpp>
@@ -75,9 +77,12 @@ WorkerClient::WorkerClient(WorkerCommand command) : command_(std::move(command))
 
 WorkerClient::~WorkerClient() {
   try {
-    if (alive()) {
+    if (alive() && pending_.empty()) {  // with requests unanswered, a quit's answer could not be told apart
       request(json{{"cmd", "quit"}}, 2000ms);
       if (proc_) reap(2000ms);
+    } else if (alive()) {
+      kill_group();
+      reap(0ms);
     }
   } catch (...) {
   }
@@ -140,19 +145,45 @@ void WorkerClient::restart() {
   proc_.reset();
   dead_ = false;
   last_exit_.clear();
+  pending_.clear();
 }
 
 WorkerReply WorkerClient::request(const json& req, std::chrono::milliseconds deadline) {
-  WorkerReply reply;
-  if (dead_) {
-    reply.status = died(fmt::format("worker is not running ({}); call restart()", last_exit_));
+  if (!pending_.empty())
+    throw std::logic_error(fmt::format("WorkerClient::request('{}') with {} request(s) sent ahead unanswered",
+                                       req.value("cmd", "?"), pending_.size()));
+  if (ReplyStatus s = send(req); !s.ok()) {
+    pending_.clear();
+    WorkerReply reply;
+    reply.status = s;
     return reply;
   }
-  if (!proc_) {
-    if (ReplyStatus s = start(); !s.ok()) {
-      reply.status = s;
-      return reply;
-    }
+  WorkerReply reply = receive(deadline);
+  if (reply.status.ok() && req.value("cmd", "") == "quit") {
+    proc_->in.pipe().close();  // EOF on its stdin as well: a worker that ignores quit ends its read loop
+    reap(2000ms);
+  }
+  return reply;
+}
+
+ReplyStatus WorkerClient::send(const json& req) {
+  if (dead_) return died(fmt::format("worker is not running ({}); call restart()", last_exit_));
+  if (!proc_)
+    if (ReplyStatus s = start(); !s.ok()) return s;
+  proc_->in << req.dump(-1, ' ', false, json::error_handler_t::replace) << '\n';
+  proc_->in.flush();
+  pending_.push_back(req.value("cmd", "?"));
+  return {};
+}
+
+WorkerReply WorkerClient::receive(std::chrono::milliseconds deadline) {
+  WorkerReply reply;
+  if (pending_.empty()) throw std::logic_error("WorkerClient::receive with no request sent");
+  const std::string cmd = pending_.front();
+  pending_.pop_front();
+  if (dead_ || !proc_) {  // it died answering an earlier request
+    reply.status = died(fmt::format("worker {} before its response to '{}'", last_exit_.empty() ? "ended" : last_exit_, cmd));
+    return reply;
   }
 
   // Watchdog: kills the worker when no line arrived before the deadline.
@@ -179,21 +210,18 @@ WorkerReply WorkerClient::request(const json& req, std::chrono::milliseconds dea
 
   std::string line;
   bool got_line = false;
-  proc_->in << req.dump(-1, ' ', false, json::error_handler_t::replace) << '\n';
-  proc_->in.flush();
   if (proc_->in.good()) got_line = static_cast<bool>(std::getline(proc_->out, line));
   stop_watchdog();
 
   if (timed_out) {
     reap(1000ms);
     reply.status = {FailureKind::hang, false,
-                    fmt::format("no response to '{}' within {} ms: worker killed", req.value("cmd", "?"),
-                                deadline.count())};
+                    fmt::format("no response to '{}' within {} ms: worker killed", cmd, deadline.count())};
     return reply;
   }
   if (!got_line) {
     reap(2000ms);
-    reply.status = died(fmt::format("worker {} without a response to '{}'", last_exit_, req.value("cmd", "?")));
+    reply.status = died(fmt::format("worker {} without a response to '{}'", last_exit_, cmd));
     return reply;
   }
   try {
@@ -207,12 +235,7 @@ WorkerReply WorkerClient::request(const json& req, std::chrono::milliseconds dea
                                     line.substr(0, 300)));
     return reply;
   }
-  if (req.value("cmd", "") == "quit") {
-    proc_->in.pipe().close();  // EOF on its stdin as well: a worker that ignores quit ends its read loop
-    reap(2000ms);
-  } else if (reply.status.failure == FailureKind::fault) {
-    reap(5000ms);
-  }
+  if (reply.status.failure == FailureKind::fault) reap(5000ms);
   return reply;
 }
 
@@ -248,7 +271,18 @@ PrepareResponse WorkerClient::prepare(const std::vector<CaseSpec>& cases, std::c
 }
 
 EvalResponse WorkerClient::eval(const EvalRequest& request_msg, std::chrono::milliseconds deadline) {
-  WorkerReply r = request(to_json(request_msg), deadline);
+  return eval_response_of(request(to_json(request_msg), deadline));
+}
+
+ReplyStatus WorkerClient::send_eval(const EvalRequest& request_msg) {
+  ReplyStatus s = send(to_json(request_msg));
+  if (!s.ok()) pending_.clear();
+  return s;
+}
+
+EvalResponse WorkerClient::receive_eval(std::chrono::milliseconds deadline) { return eval_response_of(receive(deadline)); }
+
+EvalResponse WorkerClient::eval_response_of(const WorkerReply& r) {
   EvalResponse m;
   m.status = r.status;
   m.score_ms = std::numeric_limits<double>::quiet_NaN();

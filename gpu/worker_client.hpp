@@ -1,5 +1,6 @@
-// The daemon's side of the worker: starts `attn-tuner worker` (Boost.Process), sends one request line and
-// reads one response line under a deadline. A watchdog thread SIGKILLs the worker's process group when the
+// The daemon's side of the worker: starts `attn-tuner worker` (Boost.Process), sends request lines and reads
+// their response lines, in order, each under a deadline; an eval may be sent ahead of the answer to the one
+// before it (the worker reads its next line as soon as it has answered: no GPU idle time in between). A watchdog thread SIGKILLs the worker's process group when the
 // deadline passes (-> FailureKind::hang); EOF or exit without a response -> worker_died (or fault when the
 // worker said so); garbage on its stdout -> worker_died with the offending text. Nothing a worker does
 // makes this class throw: every outcome is a ReplyStatus.
@@ -7,6 +8,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -54,16 +56,30 @@ class WorkerClient {
 
   /// Starts the worker when none was started yet (or after restart()); a worker that died stays dead
   /// (worker_died) until restart(). Sends `request` as one line and waits for one line until `deadline`.
+  /// Throws std::logic_error when a request sent ahead (send) is still unanswered.
   WorkerReply request(const nlohmann::json& request, std::chrono::milliseconds deadline);
+  /// Sends `request` as one line without waiting (starting the worker as request() does); its answer is the
+  /// receive() after those of the requests sent before it. Not ok (worker_died) when the worker is dead or cannot
+  /// start.
+  ReplyStatus send(const nlohmann::json& request);
+  /// The answer to the oldest request sent and not yet received, waiting until `deadline` (from this call) as
+  /// request() does: a hang kills the worker; the requests behind it then receive worker_died. Throws
+  /// std::logic_error when none is pending.
+  WorkerReply receive(std::chrono::milliseconds deadline);
+  /// Requests sent and not yet received.
+  std::size_t pending() const { return pending_.size(); }
 
   HelloResponse hello(std::chrono::milliseconds deadline);
   /// `evict`: the worker frees cached cases of neither this nor the previous suite (PrepareRequest).
   PrepareResponse prepare(const std::vector<CaseSpec>& cases, std::chrono::milliseconds deadline,
                           bool evict = false);
   EvalResponse eval(const EvalRequest& request, std::chrono::milliseconds deadline);
+  /// send() of an eval request; receive_eval() reads its answer.
+  ReplyStatus send_eval(const EvalRequest& request);
+  EvalResponse receive_eval(std::chrono::milliseconds deadline);
 
-  /// Kills the current worker (if any); the next request starts a fresh one, which knows no cases:
-  /// the caller prepares again.
+  /// Kills the current worker (if any) and forgets the requests it had not answered; the next request starts
+  /// a fresh one, which knows no cases: the caller prepares again.
   void restart();
   /// True while a started worker has not died or been killed.
   bool alive() const;
@@ -87,8 +103,11 @@ class WorkerClient {
   int starts_ = 0;
   std::string last_exit_;
   std::function<void(pid_t)> on_start_;
+  std::deque<std::string> pending_;  // the cmd of each request sent and not yet received, oldest first
 
   ReplyStatus start();
+  /// An eval's reply parsed (a malformed body kills the worker: worker_died).
+  EvalResponse eval_response_of(const WorkerReply& r);
   /// Waits up to `grace` for the worker to exit, then SIGKILLs its process group; records last_exit_.
   void reap(std::chrono::milliseconds grace);
   void kill_group();

@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -10,6 +11,8 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+
+#include <gtest/gtest.h>
 
 #include "tests/test_support.hpp"
 
@@ -79,6 +82,45 @@ std::size_t DaemonFixture::wait_finished(std::size_t n, double timeout_s) const 
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   } while (std::chrono::steady_clock::now() < end);
   return done;
+}
+
+std::vector<GpuEval> read_gpu_log(const std::string& path) {
+  std::vector<GpuEval> out;
+  std::ifstream in(path);
+  GpuEval e;
+  while (in >> e.gpu >> e.start >> e.end >> e.a >> e.b >> e.f >> e.cases >> e.validate >> e.pid) out.push_back(e);
+  return out;
+}
+
+std::map<int, std::vector<GpuEval>> by_gpu_without_overlap(const std::vector<GpuEval>& log) {
+  std::map<int, std::vector<GpuEval>> gpus;
+  for (const auto& e : log) gpus[e.gpu].push_back(e);
+  for (auto& [gpu, evals] : gpus) {
+    std::sort(evals.begin(), evals.end(), [](const GpuEval& x, const GpuEval& y) { return x.start < y.start; });
+    for (std::size_t i = 1; i < evals.size(); ++i)
+      EXPECT_GE(evals[i].start, evals[i - 1].end)
+          << "GPU " << gpu << ": eval of A=" << evals[i].a << ",B=" << evals[i].b << " started before the eval of A="
+          << evals[i - 1].a << ",B=" << evals[i - 1].b << " ended";
+  }
+  return gpus;
+}
+
+std::vector<EvalLine> read_eval_log(const std::string& path) {
+  std::vector<EvalLine> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    EvalLine e;
+    int v = 0;
+    std::string seeds;
+    ls >> e.a >> e.b >> e.f >> e.cases >> v >> seeds;
+    e.validate = v != 0;
+    std::stringstream ss(seeds);
+    for (std::string s; std::getline(ss, s, ',');) e.seeds.push_back(std::stoll(s));
+    out.push_back(e);
+  }
+  return out;
 }
 
 }  // namespace attn::test

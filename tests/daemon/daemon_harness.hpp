@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -56,6 +57,29 @@ struct Census {
   std::vector<std::int64_t> running;
 };
 Census census(const std::vector<IterationRecord>& iterations);
+
+/// One line of FAKE_WORKER_GPU_LOG (tests/daemon/fake_worker.py): an eval, its GPU, start and end (s), its config.
+struct GpuEval {
+  int gpu = 0;
+  double start = 0, end = 0;
+  int a = 0, b = 0, f = 0, cases = 0, validate = 0;
+  long pid = 0;
+};
+/// Every eval of a FAKE_WORKER_GPU_LOG file.
+std::vector<GpuEval> read_gpu_log(const std::string& path);
+/// Each GPU's evals in start order; fails the test when two evals of one GPU overlap in time.
+std::map<int, std::vector<GpuEval>> by_gpu_without_overlap(const std::vector<GpuEval>& log);
+
+/// One line of FAKE_WORKER_LOG (tests/daemon/fake_worker.py): the config, how many cases, whether it validated,
+/// the case seeds.
+struct EvalLine {
+  int a = 0, b = 0, f = 0;
+  std::size_t cases = 0;
+  bool validate = false;
+  std::vector<std::int64_t> seeds;
+};
+/// Every eval of a FAKE_WORKER_LOG file, in the order written.
+std::vector<EvalLine> read_eval_log(const std::string& path);
 
 /// The names the report tests use (one fixture for every daemon test).
 using Fixture = DaemonFixture;

@@ -29,36 +29,9 @@ namespace fs = std::filesystem;
 using test::DaemonFixture;
 using test::Output;
 using test::run;
-
-/// One line of FAKE_WORKER_GPU_LOG.
-struct GpuEval {
-  int gpu = 0;
-  double start = 0, end = 0;
-  int a = 0, b = 0, f = 0, cases = 0, validate = 0;
-  long pid = 0;
-};
-
-std::vector<GpuEval> read_gpu_log(const std::string& path) {
-  std::vector<GpuEval> out;
-  std::ifstream in(path);
-  GpuEval e;
-  while (in >> e.gpu >> e.start >> e.end >> e.a >> e.b >> e.f >> e.cases >> e.validate >> e.pid) out.push_back(e);
-  return out;
-}
-
-/// Each GPU's evals in start order; fails the test when two evals of one GPU overlap in time.
-std::map<int, std::vector<GpuEval>> by_gpu_without_overlap(const std::vector<GpuEval>& log) {
-  std::map<int, std::vector<GpuEval>> gpus;
-  for (const auto& e : log) gpus[e.gpu].push_back(e);
-  for (auto& [gpu, evals] : gpus) {
-    std::sort(evals.begin(), evals.end(), [](const GpuEval& x, const GpuEval& y) { return x.start < y.start; });
-    for (std::size_t i = 1; i < evals.size(); ++i)
-      EXPECT_GE(evals[i].start, evals[i - 1].end)
-          << "GPU " << gpu << ": eval of A=" << evals[i].a << ",B=" << evals[i].b << " started before the eval of A="
-          << evals[i - 1].a << ",B=" << evals[i - 1].b << " ended";
-  }
-  return gpus;
-}
+using test::GpuEval;
+using test::read_gpu_log;
+using test::by_gpu_without_overlap;
 
 std::string sql_text(const std::string& db, const std::string& sql) {
   auto d = ExperimentDb::open(db, ExperimentDb::Mode::read_only);

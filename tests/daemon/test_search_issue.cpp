@@ -19,6 +19,7 @@
 #include "daemon/seed_rounds.hpp"
 #include "db/iters_tsv.hpp"
 #include "db/store.hpp"
+#include "tests/daemon/daemon_harness.hpp"
 #include "tests/test_support.hpp"
 #include "tuner/fidelity.hpp"
 #include "tuner/space.hpp"
@@ -31,31 +32,8 @@ namespace fs = std::filesystem;
 using test::run_binary;
 using test::read_text;
 
-/// One fake_worker eval: the config, how many cases, whether it validated, the case seeds.
-struct EvalLine {
-  int a = 0, b = 0, f = 0;
-  std::size_t cases = 0;
-  bool validate = false;
-  std::vector<std::int64_t> seeds;
-};
-
-std::vector<EvalLine> read_log(const std::string& path) {
-  std::vector<EvalLine> out;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream ls(line);
-    EvalLine e;
-    int v = 0;
-    std::string seeds;
-    ls >> e.a >> e.b >> e.f >> e.cases >> v >> seeds;
-    e.validate = v != 0;
-    std::stringstream ss(seeds);
-    for (std::string s; std::getline(ss, s, ',');) e.seeds.push_back(std::stoll(s));
-    out.push_back(e);
-  }
-  return out;
-}
+using EvalLine = test::EvalLine;
+const auto read_log = test::read_eval_log;
 
 /// A templates folder with `healthy`: the fake template's A (1..6) and B (1..3), no faults: 18 configs,
 /// score 0.1 + 0.01 ((A - 4)^2 + (B - 2)^2) ms on every case (fake_worker.py).

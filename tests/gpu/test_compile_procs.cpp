@@ -3,7 +3,10 @@
 // replaced, and the next compile works; a family's waiter does not inherit such a failure. The protocol's pieces
 // (base64, the job and answer lines, the worker loop) on their own. No GPU needed.
 #include <signal.h>
+#include <sys/resource.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include "gpu/compile_procs.hpp"
 #include "gpu/compiler.hpp"
 #include "tuner/space.hpp"
 #include "tests/test_support.hpp"
@@ -128,6 +132,26 @@ TEST(CompileProcs, AWorkerKilledMidCompileFailsThatConfigAndTheNextCompileWorks)
   ASSERT_EQ(st->pids.size(), 1u);
   EXPECT_NE(st->pids[0], pid);
   EXPECT_EQ(st->compiles, 2);
+}
+
+// NVRTC yields the CPU to the daemon's loop and GPU workers: each compile worker runs kCompileWorkerNice lower.
+TEST(CompileProcs, WorkersRunAtALowerPriorityThanTheirDaemon) {
+  Kernel k;
+  const Compiler c(pool_options(2));
+  auto a = std::async(std::launch::async, [&] { return c.compile(k.req(k.fast, 1)); });
+  auto b = std::async(std::launch::async, [&] { return c.compile(k.req(k.fast, 2)); });
+  ASSERT_TRUE(a.get().ok);
+  ASSERT_TRUE(b.get().ok);
+  const auto st = c.procs_stats();
+  ASSERT_FALSE(st->pids.empty());
+  errno = 0;
+  const int own = ::getpriority(PRIO_PROCESS, 0);
+  for (const pid_t pid : st->pids) {
+    errno = 0;
+    const int nice = ::getpriority(PRIO_PROCESS, pid);
+    ASSERT_EQ(errno, 0) << pid;
+    EXPECT_EQ(nice, std::min(19, own + kCompileWorkerNice)) << "compile worker " << pid;
+  }
 }
 
 TEST(CompileProcs, AHungWorkerIsKilledAtTheTimeoutAndReplaced) {

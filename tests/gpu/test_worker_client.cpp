@@ -51,6 +51,50 @@ TEST(WorkerClient, DeadlineKillsAHungWorker) {
   EXPECT_TRUE(good.request(json{{"cmd", "hello"}}, 5s).status.ok());
 }
 
+// Requests sent ahead (the daemon's next screen while the GPU times the current one): the worker reads each line
+// after answering the one before, and the answers come back in order.
+TEST(WorkerClient, RequestsSentAheadAreAnsweredInOrder) {
+  // Answers each request with its own "n", after a pause: the second is written while the first is worked on.
+  WorkerClient c(fake(R"(while read line; do sleep 0.2; n=$(echo "$line" | sed 's/.*"n":\([0-9]*\).*/\1/'); )"
+                      R"(echo "{\"status\":\"ok\",\"message\":\"answer $n\"}"; done)"));
+  ASSERT_TRUE(c.send(json{{"cmd", "eval"}, {"n", 1}}).ok());
+  ASSERT_TRUE(c.send(json{{"cmd", "eval"}, {"n", 2}}).ok());
+  EXPECT_EQ(c.pending(), 2u);
+  EXPECT_THROW(c.request(json{{"cmd", "hello"}}, 1s), std::logic_error);  // its answer would be the first's
+  const auto t0 = Clock::now();
+  EXPECT_EQ(c.receive(5s).status.message, "answer 1");
+  EXPECT_EQ(c.receive(5s).status.message, "answer 2");
+  EXPECT_LT(Clock::now() - t0, 2s);
+  EXPECT_EQ(c.pending(), 0u);
+  EXPECT_THROW(c.receive(1s), std::logic_error);
+  EXPECT_EQ(c.request(json{{"cmd", "eval"}, {"n", 3}}, 5s).status.message, "answer 3");
+  EXPECT_EQ(c.starts(), 1);
+}
+
+TEST(WorkerClient, AHangKillsTheWorkerAndTheRequestBehindItIsWorkerDied) {
+  WorkerClient c(fake("read line; sleep 60"));
+  ASSERT_TRUE(c.send(json{{"cmd", "eval"}}).ok());
+  ASSERT_TRUE(c.send(json{{"cmd", "eval"}}).ok());
+  EXPECT_EQ(c.receive(300ms).status.failure, FailureKind::hang);
+  const WorkerReply behind = c.receive(5s);
+  EXPECT_EQ(behind.status.failure, FailureKind::worker_died);
+  EXPECT_NE(behind.status.message.find("before its response to 'eval'"), std::string::npos) << behind.status.message;
+  EXPECT_FALSE(c.alive());
+  EXPECT_FALSE(c.send(json{{"cmd", "eval"}}).ok());  // dead until restart()
+  c.restart();
+  EXPECT_EQ(c.pending(), 0u);
+}
+
+TEST(WorkerClient, RestartForgetsRequestsSentAhead) {
+  WorkerClient c(fake(kEcho));
+  ASSERT_TRUE(c.send(json{{"cmd", "eval"}}).ok());
+  ASSERT_TRUE(c.send(json{{"cmd", "eval"}}).ok());
+  c.restart();
+  EXPECT_EQ(c.pending(), 0u);
+  EXPECT_TRUE(c.request(json{{"cmd", "hello"}}, 5s).status.ok());  // a fresh worker, nothing owed
+  EXPECT_EQ(c.starts(), 2);
+}
+
 TEST(WorkerClient, EarlyExitIsWorkerDied) {
   WorkerClient c(fake("read line; exit 7"));
   const WorkerReply r = c.request(json{{"cmd", "prepare"}}, 5s);
