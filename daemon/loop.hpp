@@ -291,7 +291,8 @@ class Loop {
   /// Why the run ends now, if it does. `own_ahead`: jobs in flight that belong to the caller's slot (its
   /// GpuSlot::ahead, which it takes next) and so do not count against the iteration limit.
   std::optional<std::string> stop_reason(int own_ahead = 0) const;
-  /// Keeps the compile pool's queue as deep as its threads with the search's proposals.
+  /// Starts compiles of the search's proposals: as many as the pool has threads, with compiled configs waiting for a
+  /// GPU up to a backlog (compiles_to_start, daemon/next_job.hpp).
   void refill();
   /// After `p` compiled to `cv` whose cubin takes the patch (CompiledVariant::patchable): the configs that differ
   /// from `p`'s only in patchable parameters (TemplateSpace::patchable_names), valid and not seen yet, go to the
@@ -323,6 +324,8 @@ class Loop {
   /// Reads the search state: call it with mu_ held.
   CompileRequest compile_request(const std::string& tname, const Config& cfg) const;
   void evaluate(InFlight& job, GpuSlot& slot);
+  /// Template `name` leaves the search (SearchState::retire), and its configs still in the queue leave with it.
+  void retire(const std::string& name);
   /// A proposed template none of whose first configs worked is a broken kernel: no more GPU time for it.
   void retire_if_broken(const std::string& name, const SearchState& st);
   /// A template joins the search (a proposal's, accepted now or in an earlier run).

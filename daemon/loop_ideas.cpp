@@ -48,7 +48,7 @@ void Loop::load_idea_templates() {
   for (const auto& [t, win] : won) {
     if (!kernels_.count(t)) continue;
     ideas_.add_template(t);
-    if (!win) search_.retire(t);  // judged (or cut off before its verdict): no more GPU time
+    if (!win) retire(t);  // judged (or cut off before its verdict): no more GPU time
   }
 }
 
@@ -326,7 +326,7 @@ void Loop::judge_idea(GpuSlot& slot) {
   const std::optional<IdeaAba> aba = retime_idea(parent, contenders, paired);
   if (!aba) {
     ideas_.add_gpu_ms(seconds_since(t0) * 1000);
-    search_.retire(t);
+    retire(t);
     return end_idea(IdeaVerdict::broken, IdeaBrokenKind::crash, "the A/B/A re-timing against the parent failed (see the log)");
   }
   std::optional<IdeaHoldout> holdout;
@@ -334,7 +334,7 @@ void Loop::judge_idea(GpuSlot& slot) {
   const IdeaDecision d = decide_idea(*aba, holdout);
   ideas_.add_gpu_ms(seconds_since(t0) * 1000);
   record_idea_numbers(a, d, *aba, holdout, parent, contenders, slot);
-  if (d.verdict != IdeaVerdict::win) search_.retire(t);
+  if (d.verdict != IdeaVerdict::win) retire(t);
   else search_.set_strategy(t, make_strategy(o_.strategy, o_.seed));  // a win is tuned on like any template
   end_idea(d.verdict, d.broken_kind, d.reason + pick->inactive_note);
 }
@@ -360,7 +360,7 @@ std::optional<IdeaPick> Loop::pick_idea_contenders(ActiveIdea& a) {
         if (const auto k = failure_kind_from_string(o.failure); !o.ok() && k) ++kinds[*k];
       }
     const std::size_t configs = st.results().size();
-    search_.retire(t);
+    retire(t);
     if (!active)
       end_idea(IdeaVerdict::no_gain, IdeaBrokenKind::none,
                fmt::format("none of its {} configs ran the idea (every new value off)", configs));

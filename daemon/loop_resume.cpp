@@ -115,7 +115,7 @@ void Loop::retire_if_broken(const std::string& name, const SearchState& st) {
   };
   for (const auto& [c, outcome] : st.results())
     if (cheat(outcome)) {
-      search_.retire(name);
+      retire(name);
       say(fmt::format("template {} (proposal {}) retired from the search: iter {} failed the verification ({}): its "
                       "result or its speed depends on more than its inputs",
                       name, proposal_of_.at(name), outcome.iter, outcome.failure));
@@ -125,9 +125,22 @@ void Loop::retire_if_broken(const std::string& name, const SearchState& st) {
   std::size_t crashes = 0;
   for (const auto& [c, outcome] : st.results()) crashes += outcome.ok() ? 0 : 1;
   if (crashes < o_.proposer.retire_after_crashes) return;
-  search_.retire(name);
+  retire(name);
   say(fmt::format("template {} (proposal {}) retired from the search: its first {} configs all crashed", name,
                   proposal_of_.at(name), crashes));
+}
+
+void Loop::retire(const std::string& name) {
+  search_.retire(name);
+  // Its configs still queued (compiling, or compiled and waiting for a GPU) get no GPU time either; configs whose
+  // screen was sent ahead to a GPU already are recorded as they come.
+  for (auto i = inflight_.begin(); i != inflight_.end();)
+    if (i->proposal.template_name == name && !i->spare_of) {
+      ideas_.on_finished(name, 0.0);
+      i = inflight_.erase(i);
+    } else {
+      ++i;
+    }
 }
 
 void Loop::add_template(TemplateSpace space, std::int64_t proposal_id) {

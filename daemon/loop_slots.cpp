@@ -136,7 +136,9 @@ milliseconds Loop::eval_deadline() const {
 }
 
 std::optional<std::string> Loop::stop_reason(int own_ahead) const {
-  if (!summary_.stop_reason.empty()) return summary_.stop_reason;  // another GPU's loop ended the run
+  // Another GPU's loop ended the run. A slot holding a job sent ahead checks the conditions itself: that job was
+  // counted in flight when another slot stopped at the iteration limit, so it still fits under it.
+  if (!summary_.stop_reason.empty() && own_ahead == 0) return summary_.stop_reason;
   if (failure_) return std::string("a GPU's loop failed");
   if (stop_.stopping()) return std::string("stopped on request");
   if (o_.budget_s && seconds_since(started_) >= *o_.budget_s)
@@ -147,11 +149,10 @@ std::optional<std::string> Loop::stop_reason(int own_ahead) const {
 }
 
 void Loop::refill() {
-  const std::size_t depth = std::max<std::size_t>(2, pool_.threads());
-  const auto compiles = [&] {
-    return std::size_t(std::count_if(inflight_.begin(), inflight_.end(), [](const InFlight& f) { return !f.sibling; }));
-  };
-  while (compiles() < depth) {
+  std::size_t compiling = 0, waiting = 0;
+  for (const InFlight& f : inflight_)
+    if (!f.sibling) ++(f.compiled.wait_for(std::chrono::seconds(0)) == std::future_status::ready ? waiting : compiling);
+  for (std::size_t n = compiles_to_start(compiling, waiting, std::max<std::size_t>(2, pool_.threads())); n > 0; --n) {
     auto p = search_.next();
     if (!p) return;
     ideas_.on_issued(p->template_name);

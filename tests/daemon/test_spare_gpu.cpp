@@ -30,6 +30,20 @@ TEST(NextJob, ACompiledConfigAlwaysGoesBeforeSpareWork) {
   EXPECT_EQ(next_job({false, false}, false), (NextJob{K::wait, 0}));
 }
 
+// The compile pool's queue: its threads kept compiling while compiled configs wait for a GPU, up to 4 per thread.
+TEST(NextJob, CompilesStartUntilEveryThreadRunsOneWithinTheBacklog) {
+  EXPECT_EQ(compiles_to_start(0, 0, 16), 16u);  // an empty queue: one compile per thread
+  EXPECT_EQ(compiles_to_start(10, 0, 16), 6u);
+  EXPECT_EQ(compiles_to_start(16, 0, 16), 0u);  // every thread busy
+  EXPECT_EQ(compiles_to_start(0, 40, 16), 16u);  // configs waiting for a GPU do not stop the pool...
+  EXPECT_EQ(compiles_to_start(0, 60, 16), 4u);   // ...until the backlog (64) is full
+  EXPECT_EQ(compiles_to_start(4, 60, 16), 0u);
+  EXPECT_EQ(compiles_to_start(0, 64, 16), 0u);
+  EXPECT_EQ(compiles_to_start(0, 100, 16), 0u);
+  EXPECT_EQ(compiles_to_start(1, 0, 2), 1u);
+  EXPECT_EQ(kCompiledBacklogPerThread, 4u);
+}
+
 /// `run` on the full suite (the ladder screens 3 of its 9 cases) of fake_wide, one fake GPU.
 std::string spare_args(DaemonFixture& f, const std::string& extra) {
   f.suite = "full";
