@@ -108,6 +108,7 @@ void print_status(const std::string& db_path, const std::string& suite, bool as_
                         {"gpus", live_ok && live.contains("gpus") ? live["gpus"] : nlohmann::json::array()},
                         {"spare_evaluations", live_ok ? live.value("spare_evaluations", 0) : 0},
                         {"spare_gpu_s", live_ok ? live.value("spare_gpu_s", 0.0) : 0.0},
+                        {"screens_sent_ahead", live_ok ? live.value("screens_sent_ahead", 0) : 0},
                         {"compile_pool", live_ok ? live.value("compile_pool", nlohmann::json()) : nlohmann::json()},
                         {"idea", live_ok ? live.value("idea", nlohmann::json()) : nlohmann::json()},
                         {"idea_queue", live_ok ? live.value("idea_queue", "") : ""},
@@ -131,6 +132,9 @@ void print_status(const std::string& db_path, const std::string& suite, bool as_
   if (live_ok && live.value("spare_evals_on", false))
     fmt::print("spare GPU time: {} whole-suite evaluations of screened-out near misses, {:.0f} s of GPU time, {} kept\n",
                live.value("spare_evaluations", 0), live.value("spare_gpu_s", 0.0), live.value("spare_kept", 0));
+  if (live_ok && live.value("screens_sent_ahead", 0) > 0)
+    fmt::print("screens sent ahead: {} (written to a GPU's worker while it timed the config before)\n",
+               live.value("screens_sent_ahead", 0));
   if (live_ok && live.contains("gpus")) {  // each GPU's worker (one per GPU with --gpus)
     for (const auto& g : live["gpus"]) {
       const std::string uuid = g.value("uuid", "");

@@ -149,15 +149,26 @@ std::optional<std::string> Loop::stop_reason(int own_ahead) const {
 }
 
 void Loop::refill() {
+  const std::size_t threads = std::max<std::size_t>(2, pool_.threads());
+  const auto issue = [&](const TemplateProposal& p) -> InFlight {
+    ideas_.on_issued(p.template_name);
+    search_.state(p.template_name).mark_pending(p.proposal.config);
+    return {p, pool_.submit(compile_request(p.template_name, p.proposal.config)).share()};
+  };
+  // An idea being tuned (the preferred template, a few configs) goes ahead of the backlog: its judging waits for
+  // them, and the parent's configs compiled meanwhile could move the parent's champion on (docs/ideas.md).
+  std::vector<InFlight> idea;
+  while (idea.size() < kCompiledBacklogPerThread * threads)
+    if (auto p = search_.next_preferred()) idea.push_back(issue(*p));
+    else break;
+  inflight_.insert(inflight_.begin(), std::make_move_iterator(idea.begin()), std::make_move_iterator(idea.end()));
   std::size_t compiling = 0, waiting = 0;
   for (const InFlight& f : inflight_)
     if (!f.sibling) ++(f.compiled.wait_for(std::chrono::seconds(0)) == std::future_status::ready ? waiting : compiling);
-  for (std::size_t n = compiles_to_start(compiling, waiting, std::max<std::size_t>(2, pool_.threads())); n > 0; --n) {
+  for (std::size_t n = compiles_to_start(compiling, waiting, threads); n > 0; --n) {
     auto p = search_.next();
     if (!p) return;
-    ideas_.on_issued(p->template_name);
-    search_.state(p->template_name).mark_pending(p->proposal.config);
-    inflight_.push_back({*p, pool_.submit(compile_request(p->template_name, p->proposal.config)).share()});
+    inflight_.push_back(issue(*p));
   }
 }
 

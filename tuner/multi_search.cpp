@@ -16,15 +16,18 @@ void MultiSearch::add(TemplateSpace space, std::unique_ptr<Strategy> strategy) {
   entries_.push_back(Entry{SearchState(std::move(space)), std::move(strategy), false});
 }
 
+std::optional<TemplateProposal> MultiSearch::next_preferred() {
+  if (preferred_.empty()) return std::nullopt;
+  auto& e = entries_[find(preferred_)];
+  if (e.retired) return std::nullopt;
+  auto p = e.strategy->next(e.state);
+  e.exhausted = !p;
+  if (!p) return std::nullopt;
+  return TemplateProposal{e.state.template_name(), std::move(*p)};
+}
+
 std::optional<TemplateProposal> MultiSearch::next() {
-  if (!preferred_.empty()) {
-    auto& e = entries_[find(preferred_)];
-    if (!e.retired) {
-      auto p = e.strategy->next(e.state);
-      e.exhausted = !p;
-      if (p) return TemplateProposal{e.state.template_name(), std::move(*p)};
-    }
-  }
+  if (auto p = next_preferred()) return p;
   for (std::size_t k = 0; k < entries_.size(); ++k) {
     const std::size_t i = (turn_ + k) % entries_.size();
     auto& e = entries_[i];

@@ -24,6 +24,8 @@ class MultiSearch {
   void add(TemplateSpace space, std::unique_ptr<Strategy> strategy);
   /// The next proposal, or nullopt when every template's strategy is exhausted.
   std::optional<TemplateProposal> next();
+  /// The preferred template's next proposal (prefer), none when no template is preferred or its strategy has none.
+  std::optional<TemplateProposal> next_preferred();
   /// The state of one template (record results and champions here). Throws std::invalid_argument
   /// naming the unknown template and the known ones.
   SearchState& state(const std::string& template_name);

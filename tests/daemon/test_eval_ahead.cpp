@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "db/store.hpp"
 #include "tests/daemon/daemon_harness.hpp"
@@ -97,6 +98,14 @@ TEST(EvalAhead, TheIterationLimitHoldsOnTwoGpus) {
   EXPECT_GT(sent_ahead(out.text), 0) << out.text;
   const auto gpus = test::by_gpu_without_overlap(test::read_gpu_log(log));
   EXPECT_EQ(gpus.size(), 2u);
+  // status says it too, from the status file the run left.
+  const test::Output status = test::run_tuner("status --db '" + f.db + "'");
+  ASSERT_EQ(status.code, 0) << status.text;
+  EXPECT_EQ(sent_ahead(status.text), sent_ahead(out.text)) << status.text;
+  const test::Output json = test::run_tuner("status --json --db '" + f.db + "'");
+  ASSERT_EQ(json.code, 0) << json.text;
+  EXPECT_EQ(nlohmann::json::parse(json.text.substr(json.text.find('{'))).value("screens_sent_ahead", -1),
+            sent_ahead(out.text)) << json.text;
 }
 
 // --rotate-seeds every 3 configs: a screen sent ahead on one round's cases whose turn comes in the next round is

@@ -430,5 +430,28 @@ TEST(MultiSearch, ARetiredTemplateProposesNothingMore) {
   EXPECT_EQ(multi.state("line").unseen_count(), multi.state("line").valid_configs().size());
 }
 
+// An idea being tuned: next_preferred proposes its configs only, until its strategy has none; then next() goes on
+// in turn over every template.
+TEST(MultiSearch, NextPreferredProposesOnlyThePreferredTemplate) {
+  MultiSearch multi;
+  multi.add(grid_space("line", 1, 5, "P0 > 0"), make_strategy("exhaustive", 1));
+  multi.add(grid_space("dot", 1, 3, "P0 > 0"), make_strategy("exhaustive", 1));
+  EXPECT_FALSE(multi.next_preferred());  // none preferred
+  multi.prefer("dot");
+  std::int64_t iter = 0;
+  while (auto tp = multi.next_preferred()) {
+    EXPECT_EQ(tp->template_name, "dot");
+    multi.state(tp->template_name).mark_pending(tp->proposal.config);
+    ++iter;
+  }
+  EXPECT_EQ(iter, std::int64_t(multi.state("dot").valid_configs().size()));
+  EXPECT_TRUE(multi.exhausted("dot"));
+  const auto tp = multi.next();
+  ASSERT_TRUE(tp);
+  EXPECT_EQ(tp->template_name, "line");
+  multi.prefer("");
+  EXPECT_FALSE(multi.next_preferred());
+}
+
 }  // namespace
 }  // namespace attn
