@@ -27,7 +27,7 @@ struct WorkerCommand {
   std::vector<std::string> args;
   /// Environment variables set for the worker on top of the daemon's own (e.g. CUDA_VISIBLE_DEVICES of
   /// its GPU, one worker per GPU); empty = the daemon's environment as it is.
-  std::vector<std::pair<std::string, std::string>> env;
+  std::vector<std::pair<std::string, std::string>> env{};
 };
 
 /// This executable (/proc/self/exe) with `worker --device N`, plus `extra` arguments.

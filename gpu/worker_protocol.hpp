@@ -85,7 +85,7 @@ struct EvalRequest {
   TimingParams timing;
   bool validate = true;
   bool time = true;
-  std::vector<std::string> case_ids;
+  std::vector<std::string> case_ids{};
   bool check_floor = true;
   bool check_fresh = true;
   bool check_samples = true;

@@ -180,7 +180,9 @@ TEST(Ideas, EachVerdictStackingNoRerunAndNoGpuTimeForBrokenOnes) {
   for (const char* file : {"05_conflict.idea", "06_compile.idea", "09_missing_file.idea"}) {
     const auto& i = by_file[file];
     EXPECT_EQ(i.configs, 0) << file;
-    if (!i.template_name.empty()) EXPECT_EQ(count_iterations_of(db, i.template_name), 0) << file;
+    if (!i.template_name.empty()) {
+      EXPECT_EQ(count_iterations_of(db, i.template_name), 0) << file;
+    }
   }
   // The best config overall is the stacked win's (A=4, B=2, FAST=1: 0.1 x 0.6).
   const auto best = db.best("smoke");

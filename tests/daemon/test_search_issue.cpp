@@ -224,8 +224,9 @@ TEST(SearchIssue, SpaceCountsValidConfigsAndListsParameters) {
   const auto real = run_binary("space");
   ASSERT_EQ(real.code, 0) << real.text;
   for (const auto& e : fs::directory_iterator(fs::path(test::data_dir()).parent_path().parent_path() / "kernels_templates"))
-    if (e.path().extension() == ".json")
+    if (e.path().extension() == ".json") {
       EXPECT_NE(real.text.find(e.path().stem().string() + ": "), std::string::npos) << e.path();
+    }
   const auto bad = run_binary("space --template nope --templates '" + test::data_dir() + "/fake_templates'");
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.text.find("no file"), std::string::npos) << bad.text;
