@@ -345,9 +345,9 @@ class Loop {
   /// The ladder's screen request of compiled variant `cv` of template `tname`.
   EvalRequest screen_request(const std::string& tname, const CompiledVariant& cv) const;
   /// `job`'s screen on `slot`: the answer to its request sent ahead when that was made against the cases the
-  /// worker holds now (`gen`), else written now; with it on the way, the next compiled config is sent ahead
+  /// worker holds now, else written now; with it on the way, the next compiled config is sent ahead
   /// (send_ahead). A reply that ended the worker has restarted it (receive_front).
-  EvalResponse screen_on(GpuSlot& slot, InFlight& job, const EvalRequest& req, std::int64_t gen);
+  EvalResponse screen_on(GpuSlot& slot, InFlight& job, const EvalRequest& req);
   /// Writes `req` to `slot`'s worker without waiting; a write that fails is the reply (worker_died).
   std::shared_ptr<SentScreen> send_screen(GpuSlot& slot, const EvalRequest& req);
   /// RunOptions::eval_ahead: the first compiled config of the queue that the ladder screens has its screen

@@ -281,7 +281,7 @@ void Loop::evaluate(InFlight& job, GpuSlot& slot) {
   const bool screened = screen_ && !ideas_.is_idea_template(tname) && !spare;
   bool screen_failed = false;  // its failure restarted the worker as it was read (receive_front)
   if (screened) {  // the ladder's first rung: the screen cases, few samples
-    r = screen_on(slot, job, screen_request(tname, cv), slot.cases_gen);
+    r = screen_on(slot, job, screen_request(tname, cv));
     screen_failed = !r.status.ok();
     note_sm_clock(it, r);
     const double ms = r.wall_ms > 0 ? r.wall_ms : seconds_since(t0) * 1000;
@@ -467,7 +467,8 @@ void Loop::drain_ahead(GpuSlot& slot) {
   while (!slot.unanswered.empty()) receive_front(slot);
 }
 
-EvalResponse Loop::screen_on(GpuSlot& slot, InFlight& job, const EvalRequest& req, std::int64_t gen) {
+EvalResponse Loop::screen_on(GpuSlot& slot, InFlight& job, const EvalRequest& req) {
+  std::int64_t gen = slot.cases_gen;  // the cases its worker holds now (ensure_cases ran)
   for (;;) {
     const bool answered = job.sent && job.sent->reply && job.sent->cases_gen == gen;
     const bool waiting = job.sent && !job.sent->reply &&

@@ -153,7 +153,6 @@ WorkerReply WorkerClient::request(const json& req, std::chrono::milliseconds dea
     throw std::logic_error(fmt::format("WorkerClient::request('{}') with {} request(s) sent ahead unanswered",
                                        req.value("cmd", "?"), pending_.size()));
   if (ReplyStatus s = send(req); !s.ok()) {
-    pending_.clear();
     WorkerReply reply;
     reply.status = s;
     return reply;
@@ -274,11 +273,7 @@ EvalResponse WorkerClient::eval(const EvalRequest& request_msg, std::chrono::mil
   return eval_response_of(request(to_json(request_msg), deadline));
 }
 
-ReplyStatus WorkerClient::send_eval(const EvalRequest& request_msg) {
-  ReplyStatus s = send(to_json(request_msg));
-  if (!s.ok()) pending_.clear();
-  return s;
-}
+ReplyStatus WorkerClient::send_eval(const EvalRequest& request_msg) { return send(to_json(request_msg)); }
 
 EvalResponse WorkerClient::receive_eval(std::chrono::milliseconds deadline) { return eval_response_of(receive(deadline)); }
 
