@@ -73,4 +73,21 @@ std::int64_t begin_test_run(ExperimentDb& db, const std::string& suite, const st
   return db.begin_run(rr);
 }
 
+std::pair<IterationRecord, VariantRecord> test_iteration(std::int64_t run_id, const std::string& suite,
+                                                         const std::string& template_name,
+                                                         const std::string& params_json,
+                                                         const std::string& content_hash) {
+  VariantRecord v;
+  v.template_name = template_name;
+  v.params_json = params_json;
+  v.content_hash = content_hash;
+  v.compile_ok = true;
+  IterationRecord it;
+  it.run_id = run_id;
+  it.suite = suite;
+  it.template_name = template_name;
+  it.params_json = params_json;
+  return {it, v};
+}
+
 }  // namespace attn::test

@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "db/store.hpp"
 
@@ -23,6 +24,13 @@ void write_text(const std::string& path, const std::string& text);
 /// Begins a run (status running) in `db` of `suite`, strategy random, tuning `template_name`, with an empty suite
 /// manifest; returns its id. For tests that need a run to hang rows on.
 std::int64_t begin_test_run(ExperimentDb& db, const std::string& suite, const std::string& template_name);
+
+/// An iteration of run `run_id` on `suite` of config `params_json` of `template_name`, and its variant (compiled,
+/// content hash `content_hash`), as ExperimentDb::begin_iteration_with_variant takes them.
+std::pair<IterationRecord, VariantRecord> test_iteration(std::int64_t run_id, const std::string& suite,
+                                                         const std::string& template_name,
+                                                         const std::string& params_json,
+                                                         const std::string& content_hash);
 
 /// Exit code (-1: no normal exit) and stdout + stderr of a command.
 struct CommandOutput {

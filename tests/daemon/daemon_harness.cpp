@@ -62,6 +62,12 @@ std::string DaemonFixture::args(const std::string& extra, const std::string& str
          fake_worker_path() + "' --cache '" + cache + "' --jobs 2 " + watchdog + " " + extra;
 }
 
+void DaemonFixture::warm_cache(const std::string& template_name, int code) const {
+  const Output warm = run_tuner("compile --templates '" + data_dir() + "/fake_templates' --template " + template_name +
+                                " --all --cache '" + cache + "'");
+  ASSERT_EQ(warm.code, code) << warm.text;
+}
+
 std::vector<IterationRecord> DaemonFixture::iterations() const {
   auto d = ExperimentDb::open(db, ExperimentDb::Mode::read_only);
   return d.iterations();

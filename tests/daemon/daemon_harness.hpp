@@ -42,6 +42,10 @@ struct DaemonFixture {
   /// `run` arguments: `suite`, the fake template, `strategy`, `watchdog`, then `extra`.
   std::string args(const std::string& extra = "", const std::string& strategy = "exhaustive",
                    const std::string& template_name = "fake") const;
+  /// Compiles every config of fake template `template_name` into `cache` first (`compile --all`): a run's
+  /// compiles are then cache hits, quicker than the fake worker's evaluations. Asserts compile's exit code
+  /// `code` (1 when some config does not compile: fake's F = 5).
+  void warm_cache(const std::string& template_name, int code = 0) const;
   std::vector<IterationRecord> iterations() const;
   /// Polls the DB until `n` iterations have finished or `timeout_s` passed (at least one look: with
   /// timeout 0 it counts once); the count last seen.

@@ -27,15 +27,6 @@ long sent_ahead(const std::string& text) {
   return std::regex_search(text, m, std::regex(R"(screens sent ahead: ([0-9]+))")) ? std::stol(m[1]) : -1;
 }
 
-/// Every config of `template_name` compiled into `f`'s cubin cache first: a compile is then a cache hit, quicker than
-/// an evaluation, so the next config is ready when a screen is sent. `code`: compile's exit code (1 when some
-/// config does not compile: fake's F = 5).
-void warm_cache(const DaemonFixture& f, const std::string& template_name, int code = 0) {
-  const test::Output warm = test::run_tuner("compile --templates '" + test::data_dir() + "/fake_templates' --template " +
-                                            template_name + " --all --cache '" + f.cache + "'");
-  ASSERT_EQ(warm.code, code) << warm.text;
-}
-
 /// Per config ("A=..,B=..,F=.."): its failure kind when it crashed, else its screen score.
 std::map<std::string, std::string> outcomes(const std::vector<IterationRecord>& its) {
   std::map<std::string, std::string> out;
@@ -52,8 +43,8 @@ std::map<std::string, std::string> outcomes(const std::vector<IterationRecord>& 
 TEST(EvalAhead, EveryFaultLandsOnItsOwnConfigAsWithout) {
   DaemonFixture on, off;
   on.suite = off.suite = "full";
-  warm_cache(on, "fake", 1);
-  warm_cache(off, "fake", 1);
+  ASSERT_NO_FATAL_FAILURE(on.warm_cache("fake", 1));
+  ASSERT_NO_FATAL_FAILURE(off.warm_cache("fake", 1));
   const std::string log = on.dir + "/gpu.log", env = "ATTN_TUNER_FAKE_GPUS=1 FAKE_WORKER_DELAY=0.03 ";
   const test::Output a = test::run_tuner(on.args("--gpus 0 --no-holdout --no-spare-evals"), env + "FAKE_WORKER_GPU_LOG=" + log);
   ASSERT_EQ(a.code, 0) << a.text;
@@ -84,7 +75,7 @@ TEST(EvalAhead, EveryFaultLandsOnItsOwnConfigAsWithout) {
 TEST(EvalAhead, TheIterationLimitHoldsOnTwoGpus) {
   DaemonFixture f;
   f.suite = "full";
-  warm_cache(f, "fake_healthy");
+  ASSERT_NO_FATAL_FAILURE(f.warm_cache("fake_healthy"));
   const std::string log = f.dir + "/gpu.log";
   const test::Output out = test::run_tuner(f.args("--gpus 0,1 --iterations 14 --no-spare-evals", "random", "fake_healthy"),
                                            "ATTN_TUNER_FAKE_GPUS=2 FAKE_WORKER_DELAY=0.03 FAKE_WORKER_GPU_LOG=" + log);
@@ -113,7 +104,7 @@ TEST(EvalAhead, TheIterationLimitHoldsOnTwoGpus) {
 TEST(EvalAhead, AScreenSentBeforeASeedRotationIsTimedOnTheNewCases) {
   DaemonFixture f;
   f.suite = "full";
-  warm_cache(f, "fake_healthy");
+  ASSERT_NO_FATAL_FAILURE(f.warm_cache("fake_healthy"));
   const std::string evals = f.dir + "/evals.log";
   const test::Output out = test::run_tuner(
       f.args("--gpus 0 --rotate-seeds --round 3 --iterations 12 --root-seed 5 --no-holdout --no-spare-evals", "random",

@@ -129,9 +129,7 @@ TEST(SpareGpu, OffWithTheOption) {
 TEST(SpareGpu, FastCompilesLeaveNoSpareTime) {
   DaemonFixture f;
   // Every cubin in the cache first: a compile is a cache hit, far quicker than an evaluation.
-  const test::Output warm = test::run_tuner("compile --templates '" + test::data_dir() +
-                                            "/fake_templates' --template fake_healthy --all --cache '" + f.cache + "'");
-  ASSERT_EQ(warm.code, 0) << warm.text;
+  ASSERT_NO_FATAL_FAILURE(f.warm_cache("fake_healthy"));
   f.suite = "full";
   const test::Output out =
       test::run_tuner(f.args("--gpus 0", "random", "fake_healthy"), "ATTN_TUNER_FAKE_GPUS=1 FAKE_WORKER_DELAY=0.1");
@@ -151,16 +149,8 @@ TEST(SpareGpu, MergeCopiesSpareEvaluationsWithTheIterationsNewIds) {
     inputs.push_back(dir + "/in" + c + ".db");
     auto db = ExperimentDb::open(inputs.back());
     const auto run = test::begin_test_run(db, "full", "fake_wide");
-    VariantRecord v;
-    v.template_name = "fake_wide";
-    v.params_json = R"({"A":4,"B":2,"C":)" + c + R"(,"F":0})";
-    v.content_hash = std::string(31, '0') + c;
-    v.compile_ok = true;
-    IterationRecord it;
-    it.run_id = run;
-    it.suite = "full";
-    it.template_name = "fake_wide";
-    it.params_json = v.params_json;
+    const auto [it, v] = test::test_iteration(run, "full", "fake_wide", R"({"A":4,"B":2,"C":)" + c + R"(,"F":0})",
+                                              std::string(31, '0') + c);
     const auto [screened, vid] = db.begin_iteration_with_variant(it, v);
     db.begin_iteration_with_variant(it, v, screened);
     db.end_run(run, RunStatus::finished);

@@ -330,16 +330,8 @@ TEST(Schema, AVersionTenFileReadsWithoutSpareEvaluationsAndAWriterAddsThem) {
   auto db = ExperimentDb::open(path);
   EXPECT_EQ(db::read_schema_version(db.connection()), db::kSchemaVersion);
   const auto run = test::begin_test_run(db, "full", "fa3_tma");
-  VariantRecord v;
-  v.template_name = "fa3_tma";
-  v.params_json = R"({"BLOCK_N":64})";
-  v.content_hash = "00112233445566778899aabbccddeeff";
-  v.compile_ok = true;
-  IterationRecord it;
-  it.run_id = run;
-  it.suite = "full";
-  it.template_name = "fa3_tma";
-  it.params_json = v.params_json;
+  const auto [it, v] =
+      test::test_iteration(run, "full", "fa3_tma", R"({"BLOCK_N":64})", "00112233445566778899aabbccddeeff");
   const auto [screened, vid] = db.begin_iteration_with_variant(it, v);
   const auto [spare, vid2] = db.begin_iteration_with_variant(it, v, screened);
   EXPECT_EQ(vid, vid2);
