@@ -22,7 +22,7 @@ struct IterationQuery {
   std::optional<std::string> suite;
   std::optional<std::int64_t> run_id;
   std::vector<IterationStatus> statuses;  ///< empty = every status
-  std::optional<Fidelity> fidelity;       ///< none = both
+  std::optional<Fidelity> fidelity{};     ///< none = both
   Order order = Order::iter_asc;
   std::optional<std::int64_t> limit;      ///< none = all rows
 };

@@ -79,7 +79,7 @@ struct CompilerOptions {
   bool allow_process_state = false;
   /// NVRTC runs in `procs.procs` compile worker processes (gpu/compile_procs.hpp), 0: in this process. The
   /// reading, hashing, cache and family waits stay in this process (Compiler::compile).
-  CompileProcsOptions procs;
+  CompileProcsOptions procs{};
 };
 
 /// XXH3-128 of a cubin's bytes as 32 lowercase hex chars, "" for an empty cubin. Two cubins with the same
