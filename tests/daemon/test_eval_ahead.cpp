@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "daemon/loop.hpp"
 #include "db/store.hpp"
 #include "tests/daemon/daemon_harness.hpp"
 #include "tests/test_support.hpp"
@@ -20,6 +21,18 @@ namespace attn {
 namespace {
 
 using test::DaemonFixture;
+
+// The rule a screen's answer is read with (and an iteration's failure recorded with): the worker is restarted after
+// a fault, a hang, its death or a rejected request, never after a result check or a device limit.
+TEST(EvalAhead, TheWorkerEndsWithAFaultAHangADeathOrARejectionOnly) {
+  for (std::size_t k = 0; k < std::size(kFailureKindNames); ++k) {
+    const auto kind = FailureKind(k);
+    const bool ends = kind == FailureKind::fault || kind == FailureKind::hang || kind == FailureKind::worker_died;
+    EXPECT_EQ(tuning::ends_worker(ReplyStatus{kind, false, ""}), ends) << kFailureKindNames[k];
+  }
+  EXPECT_TRUE(tuning::ends_worker(ReplyStatus{FailureKind::none, true, "unknown case"}));
+  EXPECT_FALSE(tuning::ends_worker(ReplyStatus{}));
+}
 
 /// "screens sent ahead: N" of the run's end summary; -1 when the line is missing.
 long sent_ahead(const std::string& text) {
