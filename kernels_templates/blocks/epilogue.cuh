@@ -12,9 +12,6 @@
 // a 16 x 16 block of the warp's rows: the wgmma accumulator fragment is stmatrix's) instead of 32 4-byte
 // STS, and 1 / l and log2 l use the approximate MUFU forms (rcp.approx, lg2.approx: about 1 ulp, far inside
 // the harness's o and lse tolerances) instead of the IEEE division and log2f's range reduction.
-#ifndef EPI_LEAN
-#define EPI_LEAN 0
-#endif
 
 namespace hopper {
 

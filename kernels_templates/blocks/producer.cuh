@@ -16,9 +16,6 @@
 // 0xFFFF0000) before the one cvt.rn.f16x2.f32, instead of the PRMT + two IMAD.U32 that
 // __bfloat1622float2 compiles to (4 -> 3 instructions per word, 16 -> 12 per 16-byte chunk). Exact: the fp32
 // values are the bf16 values, the cvt rounds as before.
-#ifndef V_UNPACK
-#define V_UNPACK 0
-#endif
 
 namespace hopper {
 
