@@ -3,12 +3,16 @@
 //   idea context        the author's kit from a DB: the parent template, the champion, the rules, the ideas
 //                       tried, the champion's profile
 //   idea import FILES   ideas an agent wrote from a kit outside the daemon, recorded as an idea agent call
+//   idea land           a lineage's wins written into the repository template's source, checked
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
+#include <sstream>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
 #include "core/templates_dir.hpp"
@@ -18,33 +22,54 @@
 #include "proposer/idea_check.hpp"
 #include "proposer/idea_context.hpp"
 #include "proposer/idea_import.hpp"
+#include "proposer/idea_land.hpp"
+#include "proposer/parent_template.hpp"
+#include "proposer/temp_dir.hpp"
+#include "tuner/idea_parent.hpp"
 #include "tuner/proposal_template.hpp"
 
 namespace attn {
 namespace fs = std::filesystem;
 namespace {
 
-/// A temporary folder, removed with its contents on destruction.
-struct TempDir {
-  std::string path;
-  explicit TempDir(const char* prefix) {
-    std::string t = fmt::format("/tmp/{}-XXXXXX", prefix);
-    if (!::mkdtemp(t.data())) throw std::runtime_error("idea: cannot make a temporary folder in /tmp");
-    path = t;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-};
-
 struct CheckCliOptions {
-  std::string file, templates_dir, template_name, db_path, suite, cache_dir, keep_dir;
+  std::string file, templates_dir, template_name, db_path, suite, cache_dir, keep_dir, kit_dir, parent_config;
   std::vector<std::string> configs, accept;
   bool no_cache = false;
 };
+
+/// The judged ideas of a kit's ideas_tried.tsv on `suite` (the columns idea_hash, suite, parent, verdict): what
+/// judged_before needs. A kit written before those columns gives none.
+std::vector<IdeaRecord> kit_judged(const std::string& kit, const std::string& suite) {
+  std::vector<IdeaRecord> out;
+  std::istringstream in(read_text_file((fs::path(kit) / "ideas_tried.tsv").string()));
+  std::string line;
+  std::vector<std::string> head;
+  const auto split = [](const std::string& l) {
+    std::vector<std::string> f;
+    std::size_t a = 0;
+    for (std::size_t b; (b = l.find('\t', a)) != std::string::npos; a = b + 1) f.push_back(l.substr(a, b - a));
+    f.push_back(l.substr(a));
+    return f;
+  };
+  if (!std::getline(in, line)) return out;
+  head = split(line);
+  const auto col = [&](const char* name) { return std::find(head.begin(), head.end(), name) - head.begin(); };
+  const std::size_t id = col("idea"), hash = col("idea_hash"), s = col("suite"), parent = col("parent"), verdict = col("verdict");
+  if (hash >= head.size() || s >= head.size()) return out;
+  while (std::getline(in, line)) {
+    const auto f = split(line);
+    if (f.size() != head.size() || f[s] != suite) continue;
+    IdeaRecord r;
+    r.id = std::stoll(f[id]);
+    r.idea_hash = f[hash];
+    r.parent_template = f[parent];
+    r.status = IdeaStatus::done;
+    r.verdict = parse_idea_verdict(f[verdict]);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
 
 void run_check(const CheckCliOptions& o) {
   std::string bytes;
@@ -55,6 +80,8 @@ void run_check(const CheckCliOptions& o) {
   }
   if (bytes.size() > kIdeaFileMaxBytes)
     throw CliError(fmt::format("idea check: {} is {} bytes, over the {} the queue reads", o.file, bytes.size(), kIdeaFileMaxBytes));
+  if (int(!o.kit_dir.empty()) + int(!o.db_path.empty()) + int(!o.template_name.empty()) > 1)
+    throw CliError("idea check: the parent comes from one of --kit, --db and --template");
   const std::string templates = o.templates_dir.empty() ? default_templates_dir() : o.templates_dir;
   const std::string name = fs::path(o.file).filename().string();
   std::string template_root;
@@ -67,36 +94,79 @@ void run_check(const CheckCliOptions& o) {
   }
   TempDir tmp("attn-idea-check");
 
-  // The parent: the DB's champion (its lineage, written out of the DB), else the template named.
+  // The parent: the daemon's (tuner/idea_parent.hpp) from a kit or a DB, else the template named; the config
+  // checked with the idea on: the parent's best on the suite (what the daemon tunes the idea from first).
   std::optional<TemplateSpace> parent;
   IdeaCheckOptions opts;
-  if (!o.db_path.empty()) {
+  std::vector<IdeaRecord> judged;
+  if (!o.kit_dir.empty()) {
+    try {
+      const auto pj = nlohmann::json::parse(read_text_file((fs::path(o.kit_dir) / "parent.json").string()));
+      const std::string root = pj.at("template_root").get<std::string>();
+      parent.emplace(TemplateSpace::load_named((fs::path(o.kit_dir) / "template").string(), root));
+      fmt::print("parent: {} from the kit {} ({}), on {}\n", pj.at("template").get<std::string>(), o.kit_dir,
+                 pj.at("why").get<std::string>(), pj.at("suite").get<std::string>());
+      if (o.configs.empty())
+        opts.bases.emplace_back(parent->complete(config_from_json(pj.at("config").dump())),
+                                pj.at("iteration").is_null() ? std::string("the parent's default config (parent.json)")
+                                                             : fmt::format("the parent's best config (iter {}, parent.json)",
+                                                                           pj.at("iteration").get<std::int64_t>()));
+      judged = kit_judged(o.kit_dir, pj.at("suite").get<std::string>());
+      opts.judged = &judged;
+      opts.judged_parent = pj.at("measured").get<std::string>();
+      opts.judged_suite = pj.at("suite").get<std::string>();
+    } catch (const std::exception& e) {
+      throw CliError(fmt::format("idea check: --kit {}: {} (a folder written by `attn-tuner idea context`)", o.kit_dir, e.what()));
+    }
+  } else if (!o.db_path.empty()) {
     try {
       auto db = ExperimentDb::open(o.db_path, ExperimentDb::Mode::read_only);
-      ChampionTemplate c = load_champion_template(db, o.suite, templates, tmp.path + "/parent");
-      fmt::print("parent: the champion of {} on {}: iteration {}, template {} ({})\n", o.db_path, c.suite,
-                 c.champion.iter, c.space.name(), c.champion.params);
-      if (o.configs.empty()) opts.bases.emplace_back(c.config, fmt::format("the champion's config (iter {})", c.champion.iter));
-      parent.emplace(std::move(c.space));
+      const std::string suite = champion_suite(db, o.suite);
+      std::string root = template_root;
+      if (root.empty()) {
+        const auto champ = db.champion(suite, ChampionScope::overall);
+        const auto it = champ ? db.iteration(champ->iteration_id) : std::nullopt;
+        if (!it) throw std::invalid_argument(fmt::format("{}: no overall champion on {} and no Template: header", o.db_path, suite));
+        root = proposal_root_template(it->template_name);
+      }
+      ParentTemplate p = load_parent_template(db, suite, root, templates, tmp.path + "/parent");
+      fmt::print("parent: {} ({}), on {}\n", p.space.name(), p.rule.why, suite);
+      if (o.configs.empty())
+        opts.bases.emplace_back(p.config, p.best ? fmt::format("the parent's best config (iter {} of {})", p.best->iter,
+                                                               p.rule.measured)
+                                                 : std::string("the parent's default config (no whole-suite result)"));
+      judged = ideas_on_suite(db.ideas(), db.runs(), suite);
+      opts.judged = &judged;
+      opts.judged_parent = p.rule.measured;
+      opts.judged_suite = suite;
+      parent.emplace(std::move(p.space));
     } catch (const std::invalid_argument& e) {
       throw CliError(fmt::format("idea check: {}", e.what()));
     }
   } else {
     const std::string parent_name = o.template_name.empty() ? template_root : o.template_name;
     if (parent_name.empty())
-      throw CliError("idea check: no parent: give the idea a 'Template:' header, or pass --template NAME or --db DB");
+      throw CliError("idea check: no parent: give the idea a 'Template:' header, or pass --kit KIT, --db DB or --template NAME");
     try {
       parent.emplace(TemplateSpace::load_named(templates, parent_name));
     } catch (const std::invalid_argument& e) {
       throw CliError(fmt::format("idea check: {}", e.what()));
     }
-    fmt::print("parent: template {} ({})\n", parent->name(), parent->source_path());
+    fmt::print("parent: template {} ({}); without --kit or --db the configs checked are the JSON default and "
+               "--config, not the parent's best\n", parent->name(), parent->source_path());
   }
   for (const auto& json : o.configs) {
     try {
       opts.bases.emplace_back(parent->complete(config_from_json(json)), fmt::format("the config {}", json));
     } catch (const std::invalid_argument& e) {
       throw CliError(fmt::format("idea check: --config {}: {}", json, e.what()));
+    }
+  }
+  if (!o.parent_config.empty()) {
+    try {
+      opts.parent_overrides = config_from_json(o.parent_config);
+    } catch (const std::invalid_argument& e) {
+      throw CliError(fmt::format("idea check: --parent-config {}: {}", o.parent_config, e.what()));
     }
   }
   opts.parent = &*parent;
@@ -134,6 +204,30 @@ void run_context(const ContextCliOptions& o) {
   }
 }
 
+struct LandCliOptions {
+  std::string db_path, cache_dir;
+  LandRequest req;
+};
+
+void run_land(LandCliOptions& o) {
+  if (o.req.templates_dir.empty()) o.req.templates_dir = default_templates_dir();
+  CompilerOptions copts;
+  copts.cache_dir = o.cache_dir;
+  const Compiler compiler(copts);
+  try {
+    auto db = ExperimentDb::open(o.db_path, ExperimentDb::Mode::read_only);
+    o.req.progress = [](const std::string& line) {
+      fmt::print("{}\n", line);
+      std::fflush(stdout);
+    };
+    land_lineage(db, o.req, compiler);
+  } catch (const LandRefused& e) {
+    throw CliError(fmt::format("idea land: refused: {}", e.what()));
+  } catch (const std::invalid_argument& e) {
+    throw CliError(fmt::format("idea land: {}", e.what()));
+  }
+}
+
 struct ImportCliOptions {
   std::string db_path;
   IdeaImportRequest req;
@@ -163,17 +257,27 @@ void add_idea_command(CLI::App& app) {
       "check", "what the daemon does with an idea file before any GPU time (its parser, the apply, NVRTC, the ABI), "
                "plus the default cubin against the parent's and ptxas warnings and spills of the configs with the "
                "idea on. Exit 0 passes; 3 bad_input, 4 does_not_apply, 5 compile, 6 proposal, 7 default_changed, "
-               "8 slow_build, 9 spills (the smallest of the findings); 1 the tool failed, 2 bad usage");
+               "8 slow_build, 9 spills (the smallest of the findings), 10 already_judged (the daemon skips it); 1 the "
+               "tool failed, 2 bad usage (105-109: an option the parser refuses)");
   check->add_option("file", c->file, "the idea file")->required();
   check->add_option("--templates", c->templates_dir, "templates folder (default: $ATTN_TUNER_TEMPLATES or the source "
                                                      "tree's kernels_templates)");
   check->add_option("--template", c->template_name, "the parent template (default: the idea's Template: header)");
-  check->add_option("--db", c->db_path, "the parent is this DB's overall champion (its lineage, as the daemon and "
-                                        "export read it) and its config is checked with the idea on");
-  check->add_option("--suite", c->suite, "with --db: the suite whose champion is the parent");
+  check->add_option("--kit", c->kit_dir, "a kit written by `idea context`: the parent is its template/, the config "
+                                         "checked its parent.json's (the parent's best), and an idea judged already "
+                                         "(ideas_tried.tsv) is already_judged");
+  check->add_option("--db", c->db_path, "the parent is the daemon's for this DB (tuner/idea_parent.hpp: the latest win "
+                                        "of the lineage, or the repository template once it is landed), its best "
+                                        "config is checked with the idea on, and an idea judged already is "
+                                        "already_judged");
+  check->add_option("--suite", c->suite, "with --db: the suite (default: the DB's suite rule)");
   check->add_option("--config", c->configs, "a config of the parent (JSON; parameters it does not name take the "
                                             "parent's default) to check with each new value of the idea on; repeatable "
-                                            "(default: the champion's with --db, else the parent's default)");
+                                            "(default: the parent's best with --kit or --db, else the parent's JSON "
+                                            "default)");
+  check->add_option("--parent-config", c->parent_config, "values (JSON) the parent's build is compared at instead of a "
+                                                         "config's own, for an idea that routes a config to another "
+                                                         "path, e.g. '{\"EPILOGUE\": 2}'");
   check->add_option("--accept-warning", c->accept, "a ptxas code (C7520) or 'spills' that does not fail the check; "
                                                    "repeatable");
   check->add_option("--cache", c->cache_dir, "compile cache folder (default: $ATTN_TUNER_CACHE or ~/.cache/attn-tuner)");
@@ -194,6 +298,27 @@ void add_idea_command(CLI::App& app) {
                                                "profile/trace/ (the DB holds no trace)");
   context->add_option("--cache", x->cache_dir, "compile cache folder, where the champion's cubin is looked for or built");
   context->callback([x] { run_context(*x); });
+
+  auto l = std::make_shared<LandCliOptions>();
+  auto* land = idea->add_subcommand(
+      "land", "write the wins of an idea lineage (the DB's winning diffs, in order) into the repository template's "
+              "source, checked: the result must equal the DB's template of each win, file by file, and give its "
+              "cubins byte for byte; the new axes stay axes, default the parent's value (docs/ideas.md, \"Land the "
+              "wins\"). Prints what it changed; refuses, writing nothing, when the lineage does not apply");
+  land->add_option("--db", l->db_path, "the experiment DB")->required()->check(CLI::ExistingFile);
+  land->add_option("--suite", l->req.suite, "the suite whose lineage lands (default: the DB's suite rule)");
+  land->add_option("--template", l->req.root, "the repository template (default: the root of the suite's champion's)");
+  land->add_option("--templates", l->req.templates_dir, "templates folder (default: $ATTN_TUNER_TEMPLATES or the "
+                                                        "source tree's kernels_templates)");
+  auto* out = land->add_option("--out", l->req.out_dir, "write the landed template (its .cu, .json and headers) into "
+                                                        "this new folder");
+  auto* in_place = land->add_flag("--in-place", l->req.in_place, "write the changed files into the templates folder");
+  out->excludes(in_place);
+  land->add_option("--cache", l->cache_dir, "compile cache folder for the cubin checks");
+  land->callback([l] {
+    if (l->req.out_dir.empty() && !l->req.in_place) throw CliError("idea land: --out DIR or --in-place");
+    run_land(*l);
+  });
 
   auto m = std::make_shared<ImportCliOptions>();
   auto* import = idea->add_subcommand(

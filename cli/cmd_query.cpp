@@ -34,6 +34,8 @@
 #include "db/iters_tsv.hpp"
 #include "db/store.hpp"
 #include "db/text_table.hpp"
+#include "core/templates_dir.hpp"
+#include "proposer/parent_template.hpp"
 #include "tuner/replay.hpp"
 
 namespace attn {
@@ -453,7 +455,7 @@ void add_query_command(CLI::App& app) {
   ideas->add_option("--id", o->idea_id, "Show this idea in full: verdict, A/B/A, held-out, the diff as queued");
   ideas->callback([o] {
     auto db = open_db(*o);
-    print(render_ideas(db, o->format, o->idea_id));
+    print(render_ideas(db, o->format, o->idea_id, landed_in_templates(default_templates_dir())));
   });
   auto* tsv = q->add_subcommand("tsv", "Rebuild iters.tsv from the DB");
   tsv->add_option("--suite", o->suite, "Only this suite");

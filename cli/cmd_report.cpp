@@ -18,7 +18,9 @@
 #include "cli/commands.hpp"
 #include "cli/read_suite.hpp"
 #include "report/python_runner.hpp"
+#include "core/templates_dir.hpp"
 #include "proposer/idea_context.hpp"
+#include "proposer/parent_template.hpp"
 #include "report/report_cases.hpp"
 #include "db/store.hpp"
 
@@ -140,6 +142,11 @@ void run_report(const ReportOptions& o) {
     throw CliError(fmt::format("report: cannot read the experiment DB {}: {}", o.db, e.what()));
   }
 
+  {  // the wins landed in the repository templates (idea land): the Ideas section says which are, which not yet
+    nlohmann::json landed = nlohmann::json::object();
+    for (const auto& [hash, t] : landed_in_templates(default_templates_dir())) landed[hash] = t;
+    cases["landed"] = landed;
+  }
   try {  // the champion's profile (proposer/idea_context.hpp): the report's Profile section
     cases["profile"] = {{"markdown", champion_profile_markdown(*db, suite)}};
   } catch (const std::exception& e) {

@@ -46,15 +46,24 @@ nlohmann::json idea_json(const IdeaRecord& i) {
           {"wall_s", opt(i.wall_s)}, {"started_at", i.started_at}, {"finished_at", i.finished_at}};
 }
 
+/// "landed in T" or "not landed" for a win, "" otherwise.
+std::string landing(const IdeaRecord& i, const std::map<std::string, std::string>& landed) {
+  if (i.status != IdeaStatus::done || i.verdict != IdeaVerdict::win) return "";
+  const auto it = landed.find(i.idea_hash);
+  return it == landed.end() ? "not landed" : "landed in " + it->second;
+}
+
 }  // namespace
 
-std::string render_ideas(ExperimentDb& db, const std::string& format, const std::optional<std::int64_t>& id) {
+std::string render_ideas(ExperimentDb& db, const std::string& format, const std::optional<std::int64_t>& id,
+                         const std::map<std::string, std::string>& landed) {
   if (id) {
     const auto i = db.idea(*id);
     if (!i) throw CliError(fmt::format("no idea {} in {} (`attn-tuner query ideas` lists them)", *id, db.path()));
     if (format == "json") {
       auto j = idea_json(*i);
       j["diff"] = i->diff;
+      if (const auto l = landing(*i, landed); !l.empty()) j["landed"] = l;
       return j.dump(2) + "\n";
     }
     std::string s = fmt::format("idea {} ({}), run {}: {}\n", i->id, i->file, i->run_id, i->description);
@@ -63,9 +72,10 @@ std::string render_ideas(ExperimentDb& db, const std::string& format, const std:
                      i->parent_iteration_id ? std::to_string(*i->parent_iteration_id) : "-",
                      i->template_name.empty() ? "-" : i->template_name,
                      i->proposal_id ? std::to_string(*i->proposal_id) : "-");
-    s += fmt::format("status: {}; verdict: {}{}\n", to_string(i->status),
+    s += fmt::format("status: {}; verdict: {}{}{}\n", to_string(i->status),
                      i->verdict == IdeaVerdict::none ? "-" : to_string(i->verdict),
-                     i->broken_kind == IdeaBrokenKind::none ? "" : fmt::format(" ({})", to_string(i->broken_kind)));
+                     i->broken_kind == IdeaBrokenKind::none ? "" : fmt::format(" ({})", to_string(i->broken_kind)),
+                     landing(*i, landed).empty() ? "" : fmt::format(" ({})", landing(*i, landed)));
     if (!i->reason.empty()) s += "why: " + i->reason + "\n";
     s += fmt::format("configs tuned: {}; best {} ms (iter {}); A/B/A: parent {} ms, idea {} ms, delta {} % (noise {} %); "
                      "held-out: parent {} ms, idea {} ms; GPU {} s, wall {} s\n",
@@ -100,7 +110,8 @@ std::string render_ideas(ExperimentDb& db, const std::string& format, const std:
         i.status != IdeaStatus::done
             ? to_string(i.status)
             : to_string(i.verdict) +
-                  (i.broken_kind == IdeaBrokenKind::none ? "" : fmt::format(":{}", to_string(i.broken_kind)));
+                  (i.broken_kind == IdeaBrokenKind::none ? "" : fmt::format(":{}", to_string(i.broken_kind))) +
+                  (landing(i, landed).empty() ? "" : fmt::format(" ({})", landing(i, landed)));
     const std::string suite = suite_of_run.count(i.run_id) ? suite_of_run[i.run_id] : "-";
     table.rows.push_back({std::to_string(i.id), i.file, suite, i.parent_template.empty() ? "-" : i.parent_template,
                           std::to_string(i.configs), format_ms(i.best_ms), pct(i.delta_pct), num(i.noise_pct, "{:.2f}"),
@@ -108,6 +119,7 @@ std::string render_ideas(ExperimentDb& db, const std::string& format, const std:
                           i.description.empty() ? i.reason : i.description});
     json.push_back(idea_json(i));
     json.back()["suite"] = suite;
+    if (const auto l = landing(i, landed); !l.empty()) json.back()["landed"] = l;
   }
   if (format == "json") return json.dump(2) + "\n";
   if (ideas.empty()) return "no ideas yet (attn-tuner run --ideas DIR; docs/ideas.md)\n";

@@ -202,10 +202,6 @@ class Loop {
 
   /// Templates of ideas of earlier runs: evaluated in full, and out of the search unless their idea won.
   void load_idea_templates();
-  /// The parent of the next idea written against repository template `root`: the latest winning idea of
-  /// its lineage (among `ideas`, the DB's rows) loaded in this run, else `root` itself; none when this run
-  /// does not tune `root`.
-  std::optional<std::string> idea_parent(const std::vector<IdeaRecord>& ideas, const std::string& root) const;
   /// The idea queue's step, called by every slot's loop: a finished check, a tuned idea to judge (on
   /// `slot`'s GPU), else, every poll_s seconds, the next file of the folder.
   void poll_ideas(GpuSlot& slot);

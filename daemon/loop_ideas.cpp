@@ -1,6 +1,6 @@
 // The idea queue in the tuning loop (daemon/loop.hpp, docs/ideas.md): one idea at a time is taken from the
-// queue folder, applied to its parent (the latest winning idea of its template's lineage, else the
-// template), checked on a thread of its own while the GPU goes on tuning, tuned within its budget (the
+// queue folder, applied to its parent (tuner/idea_parent.hpp: the latest win of its template's lineage, or the
+// template once the lineage is landed in it), checked on a thread of its own while the GPU goes on tuning, tuned within its budget (the
 // parent's best configs first, evaluated in full), judged by A/B/A against the parent's best on one GPU and
 // on the held-out seed, and given a verdict (tuner/idea_rule.hpp decide_idea): win (it stays in the search and the
 // next idea stacks on it), no_gain, slower (it leaves the search), or broken with the kind. Its state is
@@ -18,6 +18,7 @@
 #include "daemon/loop.hpp"
 #include "proposer/idea_apply.hpp"
 #include "tuner/champion.hpp"
+#include "tuner/idea_parent.hpp"
 #include "tuner/proposal_template.hpp"
 
 namespace attn::tuning {
@@ -50,15 +51,6 @@ void Loop::load_idea_templates() {
     ideas_.add_template(t);
     if (!win) retire(t);  // judged (or cut off before its verdict): no more GPU time
   }
-}
-
-std::optional<std::string> Loop::idea_parent(const std::vector<IdeaRecord>& ideas, const std::string& root) const {
-  for (auto i = ideas.rbegin(); i != ideas.rend(); ++i)
-    if (i->status == IdeaStatus::done && i->verdict == IdeaVerdict::win && kernels_.count(i->template_name) &&
-        proposal_root_template(i->template_name) == root)
-      return i->template_name;
-  if (kernels_.count(root)) return root;
-  return std::nullopt;
 }
 
 void Loop::poll_ideas(GpuSlot& slot) {
@@ -131,38 +123,36 @@ bool Loop::start_idea(const QueuedIdea& q) {
   rec.space_json = file.space.dump();
   rec.default_json = file.defaults.dump();
 
-  // The ideas judged on this suite: a verdict holds for the suite it was measured on (an idea for the small shapes
-  // judged on full is judged again on quick), and so does a lineage of wins.
-  std::set<std::int64_t> runs_here;
-  for (const auto& r : db_.runs())
-    if (r.suite == suite_label_) runs_here.insert(r.id);
-  std::vector<IdeaRecord> here;
-  for (const auto& old : known)
-    if (runs_here.count(old.run_id)) here.push_back(old);
-  // Its parent: the latest win of the lineage of its template (or of the overall champion's) on this suite.
+  // The ideas judged on this suite and the parent: the one rule of tuner/idea_parent.hpp.
+  const std::vector<IdeaRecord> here = ideas_on_suite(known, db_.runs(), suite_label_);
   std::string root = file.template_root;
   if (root.empty()) {
     const auto& champ = champions_.overall();
     if (!champ) return false;  // nothing tuned yet: it waits for a champion
     root = proposal_root_template(champ->template_name);
   }
-  const auto parent = idea_parent(here, root);
-  if (!parent)
+  std::set<std::string> landed;
+  if (kernels_.count(root))
+    for (const auto& l : landed_ideas(search_.state(root).space())) landed.insert(l.idea_hash);
+  const auto found = idea_parent(here, root, landed, [this](const std::string& t) -> std::optional<ParentCandidate> {
+    if (!kernels_.count(t)) return std::nullopt;
+    ParentCandidate c;
+    for (const auto& p : search_.state(t).space().parameters()) c.parameters.insert(p.name);
+    return c;
+  });
+  if (!found)
     return record_broken(IdeaBrokenKind::bad_input, fmt::format("Template: {} is not tuned by this run (templates: {})", root,
                                                   fmt::join(search_.template_names(), ", ")));
+  const std::string* parent = &found->measured;
   const auto parent_best = search_.state(*parent).champion();
   if (!parent_best) return false;  // its parent has no whole-suite result yet: it waits
   rec.parent_template = *parent;
   rec.parent_iteration_id = parent_best->iter;
 
   // Never twice on the same parent (of this suite's lineage); on a new parent only when the file asks (Retry: yes).
-  for (const auto& old : here) {
-    if (old.idea_hash != file.hash || old.status != IdeaStatus::done) continue;
-    if (old.parent_template == *parent || !file.retry) {
-      say(fmt::format("idea {}: already judged {} on {} on {} (idea {}){}", q.name, to_string(old.verdict), old.parent_template,
-                      suite_label_, old.id, old.parent_template == *parent ? "" : "; add 'Retry: yes' to run it on " + *parent));
-      return true;
-    }
+  if (const auto old = judged_before(here, file.hash, *parent, file.retry)) {
+    say(judged_before_text(q.name, *old, *parent, suite_label_));
+    return true;
   }
 
   ProposalRecord pr;
@@ -179,7 +169,7 @@ bool Loop::start_idea(const QueuedIdea& q) {
   ActiveIdea a;
   a.rec = rec;
   a.file = file;
-  const TemplateSpace parent_space = search_.state(*parent).space();
+  const TemplateSpace parent_space = search_.state(found->code).space();
   const std::string dir = fmt::format("{}/{}", proposals_dir_for(o_.db_path), pid), name = rec.template_name;
   // The checks (patch, NVRTC of the default config, ABI) run beside the tuning: the GPU does not wait.
   a.check = std::async(std::launch::async, [this, file, parent_space, dir, name] {
@@ -187,7 +177,7 @@ bool Loop::start_idea(const QueuedIdea& q) {
   });
   ideas_.begin(std::move(a));
   say(fmt::format("idea {} ({}): {} — applied to {} (best iter {}), checking", rec.id, q.name, file.description,
-                  *parent, parent_best->iter));
+                  found->code == *parent ? *parent : found->code + ", measured as " + *parent, parent_best->iter));
   write_status("idea " + q.name + ": checking");
   return true;
 }

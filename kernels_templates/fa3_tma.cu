@@ -94,6 +94,12 @@
 #ifndef CMEM_PARAMS
 #error "CMEM_PARAMS not given: a parameter of the space (its default is in the .json)"
 #endif
+#ifndef V_UNPACK
+#error "V_UNPACK not given: a parameter of the space (its default is in the .json)"
+#endif
+#ifndef EPI_LEAN
+#error "EPI_LEAN not given: a parameter of the space (its default is in the .json)"
+#endif
 #if CMEM_PARAMS
 extern "C" __constant__ int attn_param_ORDER = ORDER;
 extern "C" __constant__ int attn_param_KV_ORDER = KV_ORDER;

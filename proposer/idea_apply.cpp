@@ -87,6 +87,65 @@ std::string renamed_space_json(const std::string& text, const std::string& name,
   return format_template_json(j);
 }
 
+DiffApplied apply_idea_diff(const IdeaFile& idea, const std::string& root, const std::string& workdir,
+                            const std::string& scratch, const std::string& source_name, const std::string& space_name) {
+  DiffApplied out;
+  const fs::path work(workdir);
+  const auto refuse = [&](std::string why) {
+    out.ok = false;
+    out.reason = std::move(why);
+    return out;
+  };
+  // The diff under the working folder's names.
+  const auto mapped = [&](const std::string& p) -> std::string {
+    if (p.empty()) return "/dev/null";
+    if (p == root + ".cu") return source_name;
+    if (p == root + ".json") return space_name;
+    return p;
+  };
+  std::string patch_text;
+  for (const auto& f : idea.files) {
+    for (const auto& p : {f.old_path, f.new_path}) {
+      if (p.empty() || p == root + ".cu" || p == root + ".json") continue;
+      const std::string ext = fs::path(p).extension().string();
+      if (ext == ".cu" || ext == ".json")
+        return refuse(fmt::format("the diff changes {}, not a file of template {} ({}.cu, {}.json and the headers it "
+                                  "includes)", p, root, root, root));
+    }
+    if (!f.old_path.empty() && !fs::exists(work / mapped(f.old_path)))
+      return refuse(fmt::format("the diff patches {}, which template {} does not have (its headers: the local includes "
+                                "of {}.cu)", f.old_path, root, root));
+    const std::size_t second = f.text.find('\n') + 1, third = f.text.find('\n', second) + 1;
+    patch_text += "--- " + mapped(f.old_path) + "\n+++ " + mapped(f.new_path) + "\n" + f.text.substr(third);
+  }
+  if (patch_text.empty()) return out;
+  const fs::path diff = fs::path(scratch) / "idea.patch";
+  write_text_file(diff.string(), patch_text);
+  const PatchRun dry = run_patch(work, diff, true);
+  if (dry.code != 0) return refuse(fmt::format("patch: {}", first_lines(dry.output, 4)));
+  const PatchRun real = run_patch(work, diff, false);
+  if (real.code != 0) return refuse(fmt::format("patch: {}", first_lines(real.output, 4)));
+  for (std::string line : inexact_hunks(real.output)) {  // under the diff's names
+    for (const auto& [name, as] : {std::pair{source_name, root + ".cu"}, std::pair{space_name, root + ".json"}})
+      if (line.rfind(name + ": ", 0) == 0) line = as + line.substr(name.size());
+    out.inexact.push_back(std::move(line));
+  }
+  return out;
+}
+
+std::vector<std::string> inexact_hunks(const std::string& patch_output) {
+  std::vector<std::string> out;
+  std::istringstream in(patch_output);
+  std::string line, file;
+  while (std::getline(in, line)) {
+    if (line.rfind("patching file ", 0) == 0) file = line.substr(14);
+    else if (line.find("Hunk #") != std::string::npos && (line.find("offset") != std::string::npos ||
+                                                           line.find("fuzz") != std::string::npos))
+      out.push_back(file.empty() ? line : file + ": " + line);
+  }
+  return out;
+}
+
 IdeaApplied apply_idea(const IdeaFile& idea, const TemplateSpace& parent, const std::string& dir,
                        const std::string& name, const Compiler& compiler) {
   IdeaApplied out;
@@ -107,38 +166,9 @@ IdeaApplied apply_idea(const IdeaFile& idea, const TemplateSpace& parent, const 
   write_text_file((work / kProposalSpace).string(), renamed_space_json(read_text_file(parent.json_path()), root, root + ".cu"));
   write_text_file((work / kProposalDescription).string(), idea.description + "\n");
   for (const auto& [inc, text] : local_includes(parent.source_path())) write_text_file((work / inc).string(), text);
-
-  // The diff under the working folder's names.
-  const auto mapped = [&](const std::string& p) -> std::string {
-    if (p.empty()) return "/dev/null";
-    if (p == root + ".cu") return kProposalSource;
-    if (p == root + ".json") return kProposalSpace;
-    return p;
-  };
-  std::string patch_text;
-  for (const auto& f : idea.files) {
-    for (const auto& p : {f.old_path, f.new_path}) {
-      if (p.empty() || p == root + ".cu" || p == root + ".json") continue;
-      const std::string ext = fs::path(p).extension().string();
-      if (ext == ".cu" || ext == ".json")
-        return broken(IdeaBrokenKind::does_not_apply, fmt::format("the diff changes {}, not a file of template {} ({}.cu, {}.json "
-                                                    "and the headers it includes)", p, parent.name(), root, root));
-    }
-    if (!f.old_path.empty() && !fs::exists(work / mapped(f.old_path)))
-      return broken(IdeaBrokenKind::does_not_apply, fmt::format("the diff patches {}, which template {} does not have (its "
-                                                  "headers: the local includes of {}.cu)", f.old_path, parent.name(), root));
-    const std::size_t second = f.text.find('\n') + 1, third = f.text.find('\n', second) + 1;
-    patch_text += "--- " + mapped(f.old_path) + "\n+++ " + mapped(f.new_path) + "\n" + f.text.substr(third);
-  }
-  if (!patch_text.empty()) {
-    const fs::path diff = base / "idea.patch";
-    write_text_file(diff.string(), patch_text);
-    const PatchRun dry = run_patch(work, diff, true);
-    if (dry.code != 0)
-      return broken(IdeaBrokenKind::does_not_apply, fmt::format("patch: {}", first_lines(dry.output, 4)));
-    const PatchRun real = run_patch(work, diff, false);
-    if (real.code != 0) return broken(IdeaBrokenKind::does_not_apply, fmt::format("patch: {}", first_lines(real.output, 4)));
-  }
+  const DiffApplied patched = apply_idea_diff(idea, root, work.string(), base.string(), kProposalSource, kProposalSpace);
+  if (!patched.ok) return broken(IdeaBrokenKind::does_not_apply, patched.reason);
+  out.inexact_hunks = patched.inexact;
   if (!idea.space.empty()) {
     nlohmann::ordered_json j;
     try {

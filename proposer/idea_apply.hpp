@@ -22,7 +22,28 @@ struct IdeaApplied {
   std::string reason;   ///< why broken, in words ("" when installed)
   ProposalCheck check;  ///< the proposal checks (description, source, space, headers, diff, the template)
   bool checked = false; ///< whether check_proposal ran
+  /// The hunks patch(1) applied elsewhere than their @@ line says or with fuzz (inexact_hunks): applied, but
+  /// worth a look (the context it matched may not be the code the author read).
+  std::vector<std::string> inexact_hunks;
 };
+
+/// An idea's diff applied to a folder.
+struct DiffApplied {
+  bool ok = true;
+  std::string reason;                 ///< why not (a hunk fails, a file the template lacks), in words
+  std::vector<std::string> inexact;   ///< inexact_hunks of patch's output
+};
+
+/// Applies `idea`'s diff (paths <root>.cu / <root>.json mapped onto `source_name` / `space_name`, headers at their
+/// include paths) to the files in `workdir` through GNU patch, a dry run first (a conflict changes nothing);
+/// `scratch` holds the patch file. Never throws for a diff that does not apply; throws std::runtime_error when
+/// patch(1) cannot run or `scratch` cannot be written.
+DiffApplied apply_idea_diff(const IdeaFile& idea, const std::string& root, const std::string& workdir,
+                            const std::string& scratch, const std::string& source_name, const std::string& space_name);
+
+/// The lines of GNU patch's output that report a hunk applied at an offset or with fuzz, each prefixed with its
+/// file ("blocks/epilogue.cuh: Hunk #2 succeeded at 57 (offset 7 lines)."). Pure.
+std::vector<std::string> inexact_hunks(const std::string& patch_output);
 
 /// Applies `idea` to `parent` in `dir` (made anew): `dir`/work holds the parent's files as proposal.cu,
 /// proposal.json (name and source of the repository template it descends from) and its headers at their

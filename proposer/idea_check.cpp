@@ -7,7 +7,9 @@
 
 #include <fmt/format.h>
 
+#include "gpu/abi_check.hpp"
 #include "proposer/idea_apply.hpp"
+#include "tuner/idea_parent.hpp"
 #include "tuner/proposal_template.hpp"
 
 namespace attn {
@@ -22,15 +24,14 @@ CompileRequest request_for(const TemplateSpace& space, const Config& c) {
   return CompileRequest{space.source_path(), space.kernel(), c, {}, space.patchable_names()};
 }
 
-/// `c` without the keys `space` lacks (the idea's new axes), completed with `space`'s defaults.
-Config restricted_to(const TemplateSpace& space, const Config& c) {
+}  // namespace
+
+Config in_space_of(const TemplateSpace& space, const Config& c) {
   Config out;
   for (const auto& p : space.parameters())
     if (const auto v = c.find(p.name); v != c.end()) out[p.name] = v->second;
   return space.complete(out);
 }
-
-}  // namespace
 
 std::string to_string(IdeaCheckCode code) {
   switch (code) {
@@ -42,6 +43,7 @@ std::string to_string(IdeaCheckCode code) {
     case IdeaCheckCode::default_changed: return "default_changed";
     case IdeaCheckCode::slow_build: return "slow_build";
     case IdeaCheckCode::spills: return "spills";
+    case IdeaCheckCode::already_judged: return "already_judged";
   }
   return "?";
 }
@@ -63,6 +65,27 @@ std::vector<PtxasWarning> ptxas_warnings(const std::string& log) {
   return out;
 }
 
+std::string serialisation_cause(const std::string& text) {
+  const std::pair<const char*, const char*> causes[] = {
+      {"divergent path",
+       "a branch between a wgmma's issue and its wait (ptxas puts a warpgroup arrive in the divergent path): an mbarrier "
+       "wait (a try_wait loop) inside a commit group, or a branch on the wgmma width (if / else over two wgmma shapes) "
+       "with a wgmma pending; wait for the wgmma first, or make the branch uniform (if constexpr, a macro)"},
+      {"defining accumulator registers",
+       "code that writes a wgmma's accumulator registers between its issue and its wait: a partly zeroed accumulator, "
+       "a rescale of o while the P V wgmma is pending; zero or scale every accumulator register before the issue, or "
+       "after the wait"},
+      {"function boundary",
+       "a function call inside the wgmma pipeline (printf, a __noinline__ function, a call that is not inlined): "
+       "__forceinline__ it or move it out of the issue-wait window"},
+      {"insufficient register resources",
+       "too many live registers around the wgmma for the register budget (PRODUCER_REGS, CTAS_PER_SM): the "
+       "accumulators, the S tile and what the idea keeps live at once"}};
+  for (const auto& [pattern, cause] : causes)
+    if (text.find(pattern) != std::string::npos) return cause;
+  return "";
+}
+
 bool predicts_slow_kernel(const PtxasWarning& w) {
   return w.text.find("Potential Performance Loss") != std::string::npos ||
          w.text.find("serialized") != std::string::npos || w.text.find("serialised") != std::string::npos;
@@ -71,11 +94,11 @@ bool predicts_slow_kernel(const PtxasWarning& w) {
 std::vector<IdeaCheckConfig> idea_check_configs(const TemplateSpace& parent, const TemplateSpace& idea_space,
                                                 const Config& base) {
   std::vector<IdeaCheckConfig> out;
-  const Config b = idea_space.complete(restricted_to(parent, base));
+  const Config b = idea_space.complete(in_space_of(parent, base));
   const auto add = [&](Config c, std::string what, bool on) {
     if (idea_space.check(c)) return;  // the idea's constraints exclude it
     if (std::any_of(out.begin(), out.end(), [&](const IdeaCheckConfig& k) { return k.config == c; })) return;
-    out.push_back({c, std::move(what), restricted_to(parent, c), on});
+    out.push_back({c, std::move(what), in_space_of(parent, c), on});
   };
   bool adds = false;
   for (const auto& p : idea_space.parameters()) {
@@ -93,7 +116,7 @@ std::vector<IdeaCheckConfig> idea_check_configs(const TemplateSpace& parent, con
     }
   }
   if (!adds) add(b, "(a plain code change: every config runs it)", true);
-  if (restricted_to(parent, base) != parent.default_config() && adds)
+  if (in_space_of(parent, base) != parent.default_config() && adds)
     add(b, "with every new axis at its default (must be the parent's cubin)", false);
   return out;
 }
@@ -111,10 +134,12 @@ ConfigComparison compare_with_parent(const std::string& label, const CompiledVar
     } else if (accepted.count(w.code)) {
       out.notes.push_back(fmt::format("accepted ({}): {}: {}", w.code, label, w.text));
     } else {
+      const std::string cause = serialisation_cause(w.text);
       out.failures.push_back(
           {IdeaCheckCode::slow_build,
            fmt::format("{}: {} (a serialised wgmma cost +33 % in the project's measurements; --accept-warning {} to "
-                       "let it pass)", label, w.text, w.code.empty() ? "CODE" : w.code)});
+                       "let it pass){}", label, w.text, w.code.empty() ? "CODE" : w.code,
+                       cause.empty() ? "" : "; the usual cause: " + cause)});
     }
   }
   const ResourceUsage &ir = iv.resources, &pr = pv.resources;
@@ -155,6 +180,17 @@ IdeaCheckReport check_idea_file(const std::string& name, const std::string& byte
   }
   say(fmt::format("parsed: {} ({} diff file(s), {} new axis/axes, idea hash {})", idea.description, idea.files.size(),
                   idea.space.size(), idea.hash.substr(0, 12)));
+  if (o.judged)  // the daemon's next step: an idea it judged already is skipped, never applied
+    if (const auto old = judged_before(*o.judged, idea.hash, o.judged_parent, idea.retry)) {
+      fail(IdeaCheckCode::already_judged,
+           judged_before_text(name, *old, o.judged_parent, o.judged_suite) +
+               (old->parent_template == o.judged_parent
+                    ? "; the daemon skips it: its hash (Template, Space, Default, diff) is its identity, so change the "
+                      "idea to have it judged again"
+                    : "; the daemon skips it"));
+      say(fmt::format("RESULT {}", to_string(IdeaCheckCode::already_judged)));
+      return r;
+    }
 
   // 2. The apply and the proposal checks, as the daemon runs them (NVRTC of the idea's default config, ABI).
   // Installed under the parent's own name: NVRTC writes the source's file name into the cubin (symbols of
@@ -176,6 +212,13 @@ IdeaCheckReport check_idea_file(const std::string& name, const std::string& byte
   const TemplateSpace& space = *applied.check.space;
   const CompiledVariant& idea_default = *applied.check.compiled;
   say(fmt::format("applied to {}: patch, space, NVRTC of the default config, ABI pass", parent.name()));
+  for (const auto& h : applied.inexact_hunks)
+    say(fmt::format("note: patch applied a hunk inexactly: {} (the daemon applies it the same way; read the parent "
+                    "where it landed: the context may not be the code you meant)", h));
+  const auto smem = [](const CompileRequest& req) -> std::string {
+    const KernelAbi abi = check_kernel_abi(req);
+    return abi.launch_info.size() > 1 ? fmt::format("{} bytes", abi.launch_info[1]) : std::string("unknown");
+  };
 
   // 3. The default config: the parent's cubin, byte for byte.
   const CompiledVariant parent_default = compiler.compile(request_for(parent, parent.default_config()));
@@ -200,15 +243,19 @@ IdeaCheckReport check_idea_file(const std::string& name, const std::string& byte
       fail(IdeaCheckCode::compile, fmt::format("{} ({}): {}", label, config_to_compact(k.config), compile_error_line(iv.log)));
       return;
     }
-    const CompiledVariant pv = compiler.compile(request_for(parent, k.parent));
+    Config pc = k.parent;
+    if (k.idea_on)
+      for (const auto& [axis, v] : o.parent_overrides) pc[axis] = v;
+    const CompiledVariant pv = compiler.compile(request_for(parent, pc));
     if (!pv.ok) {
-      say(fmt::format("note: the parent's {} does not compile ({}): nothing to compare with", config_to_compact(k.parent),
+      say(fmt::format("note: the parent's {} does not compile ({}): nothing to compare with", config_to_compact(pc),
                       compile_error_line(pv.log)));
       return;
     }
     const ResourceUsage &ir = iv.resources, &pr = pv.resources;
-    say(fmt::format("{}: {} (parent: {}; registers {:+d})", label, resources_text(ir), resources_text(pr),
-                    ir.registers - pr.registers));
+    say(fmt::format("{}: {} (parent{}: {}; registers {:+d}); shared memory {} (parent {}, attn_launch_info)", label,
+                    resources_text(ir), pc == k.parent ? "" : " built as " + config_to_compact(pc), resources_text(pr),
+                    ir.registers - pr.registers, smem(request_for(space, k.config)), smem(request_for(parent, pc))));
     if (!k.idea_on) {
       if (iv.cubin_hash != pv.cubin_hash)
         fail(IdeaCheckCode::default_changed, fmt::format("{} ({}): its cubin differs from the parent's build of {}", label,
@@ -226,7 +273,7 @@ IdeaCheckReport check_idea_file(const std::string& name, const std::string& byte
   std::vector<std::pair<Config, std::string>> bases = o.bases;
   if (bases.empty()) bases.emplace_back(parent.default_config(), "the default config");
   for (const auto& [base, base_what] : bases) {
-    if (const auto why = parent.check(restricted_to(parent, base)))
+    if (const auto why = parent.check(in_space_of(parent, base)))
       say(fmt::format("note: {} is not a valid config of {} ({}); checked as it is", base_what, parent.name(), *why));
     const auto checks = idea_check_configs(parent, space, base);
     if (checks.empty()) say(fmt::format("note: the idea's space refuses every config with the idea on built on {}", base_what));

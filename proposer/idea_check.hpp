@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "db/store.hpp"
 #include "gpu/compiler.hpp"
 #include "proposer/idea_file.hpp"
 #include "tuner/space.hpp"
@@ -28,7 +29,13 @@ enum class IdeaCheckCode : int {
   slow_build = 8,       ///< ptxas warns of a slow kernel (C7510/C7515/C7520... wgmma serialised) where the parent's
                         ///< build of that config does not
   spills = 9,           ///< a config with the idea on spills more bytes than the parent's build of that config
+  already_judged = 10,  ///< the DB judged this idea (its hash) on this suite already and the daemon will skip it:
+                        ///< on the same parent, or on an older one without `Retry: yes` (tuner/idea_parent.hpp)
 };
+
+/// `c` without the keys `space` lacks (an idea's new axes, a champion's axes the parent does not have), completed
+/// with `space`'s defaults: the same config in another template's space.
+Config in_space_of(const TemplateSpace& space, const Config& c);
 
 /// The code's name as printed ("ok", "bad_input", ...).
 std::string to_string(IdeaCheckCode code);
@@ -101,7 +108,20 @@ struct IdeaCheckOptions {
   std::vector<std::pair<Config, std::string>> bases;
   std::set<std::string> accepted;         ///< warning codes ("C7520") or "spills" that do not fail the check
   std::string work_dir;                   ///< where the idea is applied (made anew; required)
+  /// The ideas judged on the parent's suite (ideas_on_suite), when known: an idea the daemon would skip
+  /// (judged_before on `judged_parent`, the parent's measured template) is already_judged, and the check stops
+  /// there as the daemon does. Null: not checked (no DB).
+  const std::vector<IdeaRecord>* judged = nullptr;
+  std::string judged_parent, judged_suite;
+  /// Values compared with instead of a config's own for the parent's build of a config with the idea on: an idea
+  /// that routes a config to another path (EPILOGUE 1 running the EPILOGUE 2 code) is compared with the
+  /// parent's build of that path (`--parent-config '{"EPILOGUE": 2}'`). Empty: the same config.
+  Config parent_overrides;
 };
+
+/// The pattern of ptxas's wgmma serialisation message `text` (C7510, C7515, C7520...) in words, with what
+/// usually causes it in a diff (docs/ideas.md, "What serialises the wgmma"); "" for a message it does not know.
+std::string serialisation_cause(const std::string& text);
 
 /// Checks `bytes` (an idea file named `name`) as the daemon would, then the cubins (see the file comment).
 /// A bad idea is a finding, never an exception; throws std::runtime_error when `work_dir` cannot be written

@@ -15,6 +15,7 @@
 #include "proposer/idea_apply.hpp"
 #include "proposer/idea_check.hpp"
 #include "proposer/idea_file.hpp"
+#include "proposer/parent_template.hpp"
 #include "proposer/proposal_workdir.hpp"
 #include "proposer/sass_profile.hpp"
 #include "tuner/proposal_template.hpp"
@@ -40,10 +41,14 @@ std::string exit_code_rows() {
       {IdeaCheckCode::slow_build, "ptxas predicts a slow kernel (wgmma serialised: C7510, C7515, C7520...) where "
                                   "the parent's build of that config does not; --accept-warning CODE lets it pass"},
       {IdeaCheckCode::spills, "a config with the idea on spills more than the parent's build of it; "
-                              "--accept-warning spills lets it pass"}};
+                              "--accept-warning spills lets it pass"},
+      {IdeaCheckCode::already_judged, "this idea (its hash: Template, Space, Default and diff) was judged on this suite "
+                                      "already and the daemon will skip it (with `--kit` or `--db`); change it, or write "
+                                      "`Retry: yes` to have it judged on a newer parent"}};
   for (const auto& [code, what] : rows) s += fmt::format("| {} | `{}` | {} |\n", static_cast<int>(code), to_string(code), what);
   s += "| 1 | | the tool itself failed (patch(1) missing, a folder not writable) |\n";
-  s += "| 2 | | bad usage (no parent template named, an unreadable file) |\n";
+  s += "| 2 | | bad usage (no parent template named, an unreadable file); an option the parser does not know "
+       "exits 105-109 (CLI11's codes: `--help` lists the options) |\n";
   return s;
 }
 
@@ -93,8 +98,11 @@ with the idea's new values on), and judges it A/B/A against the parent on one GP
 
 ## What is here
 - `{tdir}/`: the parent, `{root}.cu`, `{root}.json` (its parameter space) and the headers it includes
-  ({headers}). Write your diff against these files; paths in the diff are relative to that folder.
-- `champion.json`, `champion_cases.tsv`: the champion (template `{parent}`), its config, scores and per-case
+  ({headers}). Write your diff against these files; paths in the diff are relative to that folder. The
+  parent is the template the daemon applies your idea to (`parent.json` says which and why): the repository
+  template once the wins of its lineage are landed in it, else the latest win; not the champion's template
+  when that holds an idea that did not win.{parent_json}
+- `champion.json`, `champion_cases.tsv`: the champion (its template, which may hold an idea beyond the parent), its config, scores and per-case
   medians (ms, lower is better; score = geometric mean over families of the per-family median).
 - `ideas_tried.tsv`, `ideas_tried/`: every idea judged so far, with verdict, delta vs its parent (%) and noise;
   each as an idea file. Do not send one again unchanged (its hash is its identity: it is skipped).
@@ -153,10 +161,17 @@ control, and the tuner explores the new axis against it. What keeps it identical
   beside the including file, then CUDA's include folder.
 - no generic lambdas in device code (`[&](auto x)` is rejected): give the parameter a type or use a template
   function.
-- a wgmma under a run-time condition, a function call (printf, a non-inlined function) inside a wgmma
-  pipeline, or accumulators written between a wgmma's issue and its wait make ptxas serialise every wgmma of
-  the kernel: "Potential Performance Loss: wgmma.mma_async instructions are serialized" (C7510, C7515,
-  C7520). It compiles, it is valid, and it is about 33 % slower. `idea check` fails on it.
+- ptxas serialises every wgmma of the kernel ("Potential Performance Loss: wgmma.mma_async instructions are
+  serialized due to ...") when the code between a wgmma's issue and its wait (its commit group) breaks the
+  pipeline. It compiles, it is valid, and it is about 33 % slower. `idea check` fails on it and names the
+  usual cause; ptxas names only the kernel, so read your hunks in the consumer's wgmma code. The patterns:
+  - C7520 "program dependence on compiler-inserted WG.AR in divergent path": a branch with a wgmma pending:
+    an mbarrier wait (a try_wait loop) inside a commit group, a branch on the wgmma width (if / else over two
+    wgmma shapes) before the wait, a wgmma under a run-time condition;
+  - C7515 "non wgmma instructions defining accumulator registers": an accumulator written between issue
+    and wait: a partly zeroed accumulator, o rescaled while the P V wgmma is pending;
+  - C7510 "wgmma pipeline crossing function boundary": a call (printf, a `__noinline__` function) inside it;
+  - C7511 / C7512 "insufficient register resources": too many live registers around the wgmma.
 - spills (local memory, LDL/STL) are slow; `idea check` compares them with the parent's.
 - results must pass the harness's tolerances against an fp32 reference: o within {oa:g} + {orr:g}|ref|,
   lse within {la:g} + {lr:g}|ref| (bf16 P fails them: P and V are fp16).
@@ -176,12 +191,20 @@ still apply to the new one:
 
 ## Check it before you send it
 ```sh
-attn-tuner idea check my.idea --templates {tdir} --template {root}        # against the parent here
-attn-tuner idea check my.idea --templates {tdir} --template {root} --config '{{"PINGPONG": 1}}'   # and that config with it on
+attn-tuner idea check my.idea --kit KIT          # KIT: this folder; the parent here, at the parent's best config
+attn-tuner idea check my.idea --kit KIT --config '{{"PINGPONG": 1}}'   # another config of the parent, with it on
+attn-tuner idea check my.idea --db DB --suite full   # where the DB is: the same parent, and what was judged already
 ```
-It runs the daemon's parser, the apply (GNU patch), NVRTC on the default config and on the given config with
-each new value on, compares the default cubin with the parent's and the configs' registers, spills and ptxas
-diagnostics with the parent's builds. Exit codes (the smallest finding wins):
+It runs the daemon's parser, the apply (GNU patch: a hunk applied at an offset or with fuzz is reported),
+NVRTC on the default config, then on the parent's best config (`parent.json`; `--config` replaces it; without
+`--kit` or `--db` and without `--config` it is the JSON default config, which is not what the daemon tunes)
+with each new value on. It compares the default cubin with the parent's (byte for byte) and each config's
+registers, spills, shared memory (`attn_launch_info`) and ptxas diagnostics with the parent's build of the same
+config. An idea that routes a config to another path (EPILOGUE 1 running the EPILOGUE 2 code when its axis is
+on) compares with the parent's build of that path: `--parent-config '{{"EPILOGUE": 2}}'`. ptxas reports spills
+for the whole kernel, not per role: read the config's registers against the budget of each role
+(PRODUCER_REGS for the producer warpgroup and its converters, the rest for the consumers). Exit codes (the
+smallest finding wins):
 
 | code | finding | meaning |
 |---|---|---|
@@ -191,7 +214,10 @@ diagnostics with the parent's builds. Exit codes (the smallest finding wins):
                      fmt::arg("keys", keys), fmt::arg("hmax", kIdeaHeaderMaxBytes), fmt::arg("jmax", kIdeaJsonHeaderMaxBytes),
                      fmt::arg("fmax", kIdeaFileMaxBytes), fmt::arg("kernel", parent.kernel()),
                      fmt::arg("oa", tol.output_atol), fmt::arg("orr", tol.output_rtol), fmt::arg("la", tol.lse_atol),
-                     fmt::arg("lr", tol.lse_rtol), fmt::arg("codes", exit_code_rows()));
+                     fmt::arg("lr", tol.lse_rtol), fmt::arg("codes", exit_code_rows()),
+                     fmt::arg("parent_json", tdir == "template" ? "\n" + std::string(R"md(- `parent.json`: the parent (`template`), why it is the parent (`why`), the template whose measurements stand
+  for it (`measured`) and its best config on the suite (`config`, iteration `iteration`): the config the daemon
+  tunes your idea from first, and the one `idea check --kit` checks.)md") : std::string()));
 }
 
 std::string write_champion_profile(const std::string& dir, const ProfileInput& in) {
@@ -235,6 +261,13 @@ std::string write_champion_profile(const std::string& dir, const ProfileInput& i
   }
 
   md += "\n## Trace: cycles per kv tile and per role\n";
+  md += fmt::format(
+      "Units: SM clock cycles (clock64 stamps), at the SM clock of the champion's measurement ({}; cycles / MHz = "
+      "us). One thread per role stamps: a consumer row counts one consumer warpgroup (each warpgroup its own "
+      "stamps: with CONSUMERS 2, two warpgroups run these cycles side by side), the producer and converter rows "
+      "count the CTA (its TMA thread, its first converter warp). `cyc/kvtile` divides by the (work tile, kv tile) "
+      "pairs that row handled: per warpgroup for a consumer, per CTA for the producer and the converters.\n\n",
+      in.champion.sm_clock_mhz ? fmt::format("{} MHz", *in.champion.sm_clock_mhz) : std::string("not recorded"));
   std::vector<fs::path> traces;
   if (!in.trace_dir.empty() && fs::is_directory(in.trace_dir))
     for (const auto& e : fs::directory_iterator(in.trace_dir))
@@ -286,14 +319,18 @@ std::string champion_profile_markdown(ExperimentDb& db, const std::string& suite
   return md;
 }
 
-std::string ideas_tried_tsv(const std::vector<IdeaRecord>& ideas) {
-  std::string s = "idea\tfile\tdescription\thypothesis\tparent\tverdict\tbroken_kind\tdelta_pct\tnoise_pct\tconfigs\treason\n";
+std::string ideas_tried_tsv(const std::vector<IdeaRecord>& ideas, const std::vector<RunRecord>& runs) {
+  std::map<std::int64_t, std::string> suite_of;
+  for (const auto& r : runs) suite_of[r.id] = r.suite;
+  std::string s = "idea\tfile\tdescription\thypothesis\tparent\tverdict\tbroken_kind\tdelta_pct\tnoise_pct\tconfigs\treason"
+                  "\tsuite\tidea_hash\n";
   for (const auto& i : ideas) {
     if (i.status != IdeaStatus::done || i.verdict == IdeaVerdict::none) continue;
-    s += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n", i.id, tsv_text(i.file), tsv_text(i.description),
+    s += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n", i.id, tsv_text(i.file), tsv_text(i.description),
                      tsv_text(i.hypothesis), tsv_text(i.parent_template), to_string(i.verdict),
                      i.broken_kind == IdeaBrokenKind::none ? "-" : to_string(i.broken_kind), opt_num(i.delta_pct, "{:.2f}"),
-                     opt_num(i.noise_pct, "{:.2f}"), i.configs, tsv_text(i.reason));
+                     opt_num(i.noise_pct, "{:.2f}"), i.configs, tsv_text(i.reason), tsv_text(suite_of[i.run_id]),
+                     i.idea_hash);
   }
   return s;
 }
@@ -312,10 +349,25 @@ IdeaContextSummary write_idea_context(const std::string& dir, ExperimentDb& db, 
   fs::create_directories(root);
   const fs::path scratch = root / ".parent";
   ChampionTemplate c = load_champion_template(db, req.suite, req.templates_dir, scratch.string());
-  const std::vector<std::string> headers = write_idea_parent_files(c.space, (root / "template").string());
   const std::string troot = proposal_root_template(c.space.name());
+  // The parent: the daemon's (tuner/idea_parent.hpp), which is not the champion's template when that holds an
+  // idea that did not win.
+  const ParentTemplate parent = load_parent_template(db, c.suite, troot, req.templates_dir, (scratch / "p").string());
+  const std::vector<std::string> headers = write_idea_parent_files(parent.space, (root / "template").string());
 
-  write_text_file((root / "IDEA.md").string(), idea_md(c.space, headers, "template"));
+  write_text_file((root / "IDEA.md").string(), idea_md(parent.space, headers, "template"));
+  nlohmann::ordered_json pj = {{"suite", c.suite},
+                               {"template", parent.space.name()},
+                               {"template_root", troot},
+                               {"why", parent.rule.why},
+                               {"landed", parent.rule.landed},
+                               {"wins", parent.rule.win_ideas},
+                               {"measured", parent.rule.measured},
+                               {"iteration", parent.best ? nlohmann::json(parent.best->iter) : nlohmann::json(nullptr)},
+                               {"geomean_ms", parent.best && parent.best->geomean_ms ? nlohmann::json(*parent.best->geomean_ms)
+                                                                                     : nlohmann::json(nullptr)},
+                               {"config", nlohmann::json::parse(config_to_json(parent.config))}};
+  write_text_file((root / "parent.json").string(), pj.dump(2) + "\n");
   write_text_file((root / "champion_cases.tsv").string(), champion_cases_tsv(c.champion));
   const auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
   nlohmann::ordered_json j = {{"suite", c.suite},
@@ -335,7 +387,7 @@ IdeaContextSummary write_idea_context(const std::string& dir, ExperimentDb& db, 
   write_text_file((root / "champion.json").string(), j.dump(2) + "\n");
 
   const std::vector<IdeaRecord> ideas = db.ideas();
-  write_text_file((root / "ideas_tried.tsv").string(), ideas_tried_tsv(ideas));
+  write_text_file((root / "ideas_tried.tsv").string(), ideas_tried_tsv(ideas, db.runs()));
   std::size_t judged = 0;
   for (const auto& i : ideas) {
     if (i.status != IdeaStatus::done || i.verdict == IdeaVerdict::none || i.file.empty()) continue;
@@ -349,12 +401,15 @@ IdeaContextSummary write_idea_context(const std::string& dir, ExperimentDb& db, 
   ProfileInput pin;
   pin.template_name = troot;
   pin.kernel = c.space.kernel();
-  pin.params = config_to_json(c.config);
+  // The champion's config in the parent's space (template/ is the parent): the trace commands build it there.
+  pin.params = config_to_json(in_space_of(parent.space, c.config));
   pin.champion = c.champion;
   pin.trace_dir = req.trace_dir;
   pin.templates_arg = (root / "template").string();
   if (c.variant) pin.compile_log = c.variant->compile_log;
-  if (c.variant && !c.variant->cubin_path.empty() && fs::exists(c.variant->cubin_path)) {
+  // A DB keeps no log of a successful compile (the research DB's are cleared): the build gives ptxas's lines.
+  const bool have_log = parse_ptxas_resources(pin.compile_log, pin.kernel).registers >= 0;
+  if (have_log && c.variant && !c.variant->cubin_path.empty() && fs::exists(c.variant->cubin_path)) {
     pin.cubin_path = c.variant->cubin_path;
   } else {
     CompilerOptions copts;
@@ -363,19 +418,19 @@ IdeaContextSummary write_idea_context(const std::string& dir, ExperimentDb& db, 
     const CompiledVariant v = compiler.compile({c.space.source_path(), c.space.kernel(), c.config, {}, c.space.patchable_names()});
     if (v.ok) {
       pin.cubin_path = v.cubin_path;
-      if (pin.compile_log.empty()) pin.compile_log = v.log;
+      if (!have_log) pin.compile_log = v.log;
     }
   }
   write_champion_profile(root.string(), pin);
   std::error_code ec;
   fs::remove_all(scratch, ec);
   IdeaContextSummary s;
-  s.parent_template = c.space.name();
+  s.parent_template = parent.space.name();
   s.champion_iter = c.champion.iter;
-  s.text = fmt::format("wrote {}: IDEA.md, template/ ({} from {}, {} header(s)), the champion (iter {}, {} on {}), "
-                       "{} idea(s) tried, profile/PROFILE.md",
-                       dir, troot, c.space.name(), headers.size(), c.champion.iter, opt_num(c.champion.geomean_ms),
-                       c.suite, judged);
+  s.text = fmt::format("wrote {}: IDEA.md, template/ ({} from {}, {} header(s)), parent.json ({}), the champion (iter {}, "
+                       "{}, {} on {}), {} idea(s) tried, profile/PROFILE.md",
+                       dir, troot, parent.space.name(), headers.size(), parent.rule.why, c.champion.iter, c.space.name(),
+                       opt_num(c.champion.geomean_ms), c.suite, judged);
   return s;
 }
 

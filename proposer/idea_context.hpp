@@ -5,7 +5,9 @@
 //   IDEA.md                       the format, every limit (from the parser's constants), what the daemon does,
 //                                 what keeps a default cubin byte-identical, NVRTC's limits, the files an idea
 //                                 may touch, ideas that stack, how to check one, the exit codes of `idea check`
-//   template/                     the parent: <root>.cu, <root>.json and its headers, as the diff sees them
+//   template/                     the parent (tuner/idea_parent.hpp): <root>.cu, <root>.json and its headers,
+//                                 as the diff sees them
+//   parent.json                   which template the parent is and why, and its best config on the suite
 //   champion.json                 the champion: suite, iteration, template, config, scores, resources
 //   champion_cases.tsv            its per-case results
 //   ideas_tried.tsv               every judged idea: verdict, kind, delta and noise vs its parent, reason
@@ -50,8 +52,9 @@ std::string write_champion_profile(const std::string& dir, const ProfileInput& i
 /// std::invalid_argument when the DB has no champion.
 std::string champion_profile_markdown(ExperimentDb& db, const std::string& suite);
 
-/// The ideas of `ideas` that were judged (status done), as ideas_tried.tsv.
-std::string ideas_tried_tsv(const std::vector<IdeaRecord>& ideas);
+/// The ideas of `ideas` that were judged (status done), as ideas_tried.tsv, with the suite of each one's run
+/// (`runs`) and its hash (a verdict holds for its suite; the hash is the idea's identity).
+std::string ideas_tried_tsv(const std::vector<IdeaRecord>& ideas, const std::vector<RunRecord>& runs);
 
 /// Idea `i` as an idea file again (its headers and diff as queued).
 std::string idea_file_text(const IdeaRecord& i);
@@ -67,7 +70,7 @@ struct IdeaContextRequest {
 /// What was written.
 struct IdeaContextSummary {
   std::string text;                ///< a few lines for people
-  std::string parent_template;     ///< the champion's template
+  std::string parent_template;     ///< the parent's template (tuner/idea_parent.hpp)
   std::int64_t champion_iter = 0;
 };
 

@@ -49,7 +49,8 @@ def build(args):
            "champion_metrics": champion_metrics, "metrics_of": metrics_of,
            "buckets": an.bucket_champions(data, args.cases), "baseline": baseline,
            "baseline_path": args.baseline, "baseline_rows": baseline_rows,
-           "profile": json.loads(pathlib.Path(args.cases).read_text()).get("profile")}
+           "profile": json.loads(pathlib.Path(args.cases).read_text()).get("profile"),
+           "landed": json.loads(pathlib.Path(args.cases).read_text()).get("landed") or {}}
 
     parts = [s(data, ctx) for s in (sections.timeline, sections.score, sections.parameters, sections.champions,
                                     sections.ideas, sections.failures, sections.profile, sections.baseline)]

@@ -273,11 +273,14 @@ def _pct(v, signed=True):
     return "-" if v is None else (f"{v:+.2f}" if signed else f"{v:.2f}")
 
 
-def _verdict(i):
-    """An idea's verdict, coloured (CSS class v-<verdict>) and tagged idea.<id>.verdict; broken with its kind."""
+def _verdict(i, landed=None):
+    """An idea's verdict, coloured (CSS class v-<verdict>) and tagged idea.<id>.verdict; broken with its kind; a win
+    with whether it is landed in a repository template (`landed`: idea hash -> template, `attn-tuner idea land`)."""
     text = i["verdict"] or i["status"]
     if i["verdict"] == "broken" and i["broken_kind"]:
         text += f" ({i['broken_kind']})"
+    if i["verdict"] == "win" and landed is not None:
+        text += f", landed in {landed[i['idea_hash']]}" if i["idea_hash"] in landed else ", not landed"
     return f'<span class="verdict v-{esc(i["verdict"] or "none")}" data-key="idea.{i["id"]}.verdict">{esc(text)}</span>'
 
 
@@ -323,12 +326,22 @@ def ideas(data, ctx):
             "against the parent's best config (negative is faster); noise: the champion rule's noise relative to "
             "the parent. A win beats its parent by more than the noise and holds on the held-out seed; no_gain "
             "is within the noise; slower loses by more than it.</p>\n")
+    wins = [i for i in rows_all if i["verdict"] == "win"]
+    if wins:
+        landed = ctx.get("landed", {})
+        done = [i for i in wins if i["idea_hash"] in landed]
+        body += (f"<p>Wins landed in the repository's source (<code>attn-tuner idea land</code>): "
+                 f"{num('ideas.wins_landed', len(done))} of {len(wins)}"
+                 + (": " + ", ".join(f"idea {i['id']} ({esc(i['file'])}) in {esc(landed[i['idea_hash']])}" for i in done)
+                    if done else "")
+                 + (("; not yet: " + ", ".join(f"idea {i['id']} ({esc(i['file'])})" for i in wins if i not in done))
+                    if len(done) < len(wins) else "") + ".</p>\n")
     body += "<h3>The champion's lineage</h3>\n" + _lineage_html(data, ctx)
     if measured:
         body += "<h3>Ranked by measured effect</h3>\n"
         body += img(plots.ideas(ctx["out"], measured), "ideas ranked by measured effect")
         rows = [[num(f"idea.{i['id']}.rank", k), str(i["id"]), esc(i["file"]), esc(_short(i["description"], 70)),
-                 esc(i["parent_template"]), esc(i["template"] or "-"), _verdict(i),
+                 esc(i["parent_template"]), esc(i["template"] or "-"), _verdict(i, ctx.get("landed", {})),
                  num(f"idea.{i['id']}.delta_pct", _pct(i["delta_pct"])), _pct(i["noise_pct"], False),
                  fmt(i["parent_ms"]), fmt(i["idea_ms"]), str(i["configs"]), esc(_short(i["reason"], 120))]
                 for k, i in enumerate(measured, 1)]

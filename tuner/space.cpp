@@ -119,7 +119,7 @@ TemplateSpace TemplateSpace::load(const std::string& json_path) {
     throw L.fail(fmt::format("invalid JSON: {}", e.what()));
   }
   if (!j.is_object()) throw L.fail("the top level must be a JSON object");
-  L.only_keys(j, {"name", "source", "kernel", "description", "parameters", "constraints", "default"},
+  L.only_keys(j, {"name", "source", "kernel", "description", "parameters", "constraints", "default", "landed"},
               "top level");
 
   TemplateSpace s;
@@ -215,6 +215,19 @@ TemplateSpace TemplateSpace::load(const std::string& json_path) {
   if (!jd.is_object()) throw L.fail("\"default\" must be an object {NAME: value}");
   for (const auto& [k, v] : jd.items()) s.default_[k] = L.get_int(v, fmt::format("default {}", k));
   if (auto why = s.check(s.default_)) throw L.fail(fmt::format("default config is invalid: {}", *why));
+
+  // "landed" (the wins `idea land` wrote into the source) is read by tuner/idea_parent.hpp's landed_ideas.
+  if (j.contains("landed")) {
+    const auto& jl = j["landed"];
+    if (!jl.is_array()) throw L.fail("\"landed\" must be an array (idea land's record)");
+    for (std::size_t i = 0; i < jl.size(); ++i) {
+      const std::string where = fmt::format("landed #{}", i + 1);
+      if (!jl[i].is_object()) throw L.fail(where + ": must be an object");
+      L.only_keys(jl[i], {"idea_hash", "template", "idea", "file", "suite"}, where);
+      if (L.get_string(jl[i], "idea_hash", true, where).empty() || L.get_string(jl[i], "template", true, where).empty())
+        throw L.fail(where + ": \"idea_hash\" and \"template\" must not be empty");
+    }
+  }
   return s;
 }
 

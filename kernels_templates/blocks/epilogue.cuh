@@ -8,6 +8,11 @@
 #pragma once
 #include "blocks/pipeline.cuh"
 
+// EPI_LEAN 1 (EPILOGUE 1 and 2): the normalised o goes to the staging buffer with 8 stmatrix.x4 per thread (each
+// a 16 x 16 block of the warp's rows: the wgmma accumulator fragment is stmatrix's) instead of 32 4-byte
+// STS, and 1 / l and log2 l use the approximate MUFU forms (rcp.approx, lg2.approx: about 1 ulp, far inside
+// the harness's o and lse tolerances) instead of the IEEE division and log2f's range reduction.
+
 namespace hopper {
 
 /// The rows of one consumer warpgroup: tile rows wg_row0 .. wg_row0 + 63, this thread's rows
@@ -42,6 +47,38 @@ __device__ __forceinline__ void store_tile(const Pipeline<T>& pl, unsigned char*
     if (r.tid == 0) bulk_wait_read<0>();  // the previous tile's TMA store has read the buffer
     wg_sync(r.cwg);
   }
+#if EPI_LEAN
+  if constexpr (T::kEpilogue != 0) {
+    float inv[2];
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      float l = row_sum[hr];
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      const int row = r.my_row0 + hr * 8;
+      const bool has_keys = (q_pos0 + row < seq_len) && l > 0.f;
+      float rl, lg;
+      asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(rl) : "f"(l));
+      asm("lg2.approx.ftz.f32 %0, %1;\n" : "=f"(lg) : "f"(l));
+      inv[hr] = has_keys ? rl : 0.f;
+      if (!T::kNoLse && (lane & 3) == 0) lse_rows[row] = has_keys ? (row_max[hr] + lg) * kLn2 : ATTN_NEG_INF;
+    }
+    // stmatrix.x4: lanes 8m..8m+7 address the rows of matrix m = (row half m & 1, 8-column block 2k + (m >> 1)).
+    const int mi = lane >> 3;
+    const int srow = r.wg_row0 + (r.tid >> 5) * 16 + (mi & 1) * 8 + (lane & 7);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const unsigned addr = pl.o() + swz128(T::kBlockM, srow, 2 * k + (mi >> 1));
+      const unsigned m0 = pack_bf162(acc[8 * k + 0] * inv[0], acc[8 * k + 1] * inv[0]);
+      const unsigned m1 = pack_bf162(acc[8 * k + 2] * inv[1], acc[8 * k + 3] * inv[1]);
+      const unsigned m2 = pack_bf162(acc[8 * k + 4] * inv[0], acc[8 * k + 5] * inv[0]);
+      const unsigned m3 = pack_bf162(acc[8 * k + 6] * inv[1], acc[8 * k + 7] * inv[1]);
+      asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(m0), "r"(m1),
+                   "r"(m2), "r"(m3)
+                   : "memory");
+    }
+  } else
+#endif
 #pragma unroll
   for (int hr = 0; hr < 2; ++hr) {
     float l = row_sum[hr];

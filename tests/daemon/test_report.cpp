@@ -301,8 +301,10 @@ TEST(Report, IdeasAreRankedByEffectWithVerdictsAndTheChampionsLineage) {
   EXPECT_EQ(shown.count("idea.6.rank"), 0u);
   EXPECT_EQ(shown.at("idea.1.delta_pct"), "-4.20");
   EXPECT_EQ(shown.at("idea.2.delta_pct"), "+2.50");
-  // Verdicts (coloured by class), the broken one with its kind.
-  EXPECT_EQ(shown.at("idea.1.verdict"), "win");
+  // Verdicts (coloured by class), the broken one with its kind, a win with whether it is landed (no repository
+  // template lists its hash: idea land).
+  EXPECT_EQ(shown.at("idea.1.verdict"), "win, not landed");
+  EXPECT_EQ(shown.at("ideas.wins_landed"), "0");
   EXPECT_EQ(shown.at("idea.2.verdict"), "slower");
   EXPECT_EQ(shown.at("idea.4.verdict"), "no_gain");
   EXPECT_EQ(shown.at("idea.5.verdict"), "broken (compile)");

@@ -14,7 +14,8 @@ builds it), and must behave as the doc says. A doc changes with its command, or 
   lab/measurements, hundreds of MB).
 
 Each block runs in a folder of its own holding runs/attn-tuner.db (the fixture), runs/shards/shard-{0,1}.db (two
-shards of one job array: the fixture and a copy whose runs started later), harness_runs.jsonl, build/attn-tuner;
+shards of one job array: the fixture and a copy whose runs started later), harness_runs.jsonl, build/attn-tuner,
+fixture_templates/ (fake_healthy as the fixture's idea lineage was built on it: `idea land` lands it there);
 ATTN_TUNER_TEMPLATES names kernels_templates/ and the fake templates together.
 
 usage: doc_commands.py --bin BUILD/attn-tuner [--src REPO] [--keep]
@@ -125,6 +126,7 @@ def make_workdir(root, name, binary, fixture_bytes, src):
     con.commit()
     con.close()
     shutil.copy(src / "tests/docs/harness_runs.jsonl", w / "harness_runs.jsonl")
+    shutil.copytree(src / "tests/docs/fixture_templates", w / "fixture_templates")  # the fixture lineage's base
     return w
 
 
