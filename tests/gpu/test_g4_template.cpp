@@ -1,6 +1,6 @@
 // Generation 4's template (kernels_templates/fa4_g4.cu, docs/kernels.md "Generation 4") under NVRTC, no GPU
 // needed: every structural axis compiles to a kernel of its own with no wgmma serialised by ptxas and no spill,
-// and the space refuses the register-starved corners.
+// and the space refuses the register-starved and shared-memory-starved corners.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -31,13 +31,20 @@ TEST(Fa4G4Template, EveryStructuralAxisCompilesUnserialisedWithoutSpills) {
   CompilerOptions o;
   o.cache_dir = test::temp_dir("attn-cache");
   const Compiler c(o);
+  const Config deep = {{"DEPTH", 2}, {"BLOCK_N", 64}, {"Q_REGS", 1}, {"STAGES", 4}};
+  auto deep_with = [&](const Config& more) {
+    Config c = deep;
+    for (const auto& [k, v] : more) c[k] = v;
+    return c;
+  };
   const std::vector<std::pair<std::string, Config>> axes = {
-      {"default (DEPTH 2, BLOCK_N 64, Q_REGS 1)", {}},
-      {"Q_REGS 0", {{"Q_REGS", 0}}},
-      {"DEPTH 1", {{"DEPTH", 1}}},
-      {"DEPTH 1, BLOCK_N 128 (generation 2's structure)", {{"DEPTH", 1}, {"BLOCK_N", 128}, {"Q_REGS", 0}, {"STAGES", 2}}},
-      {"PINGPONG 1", {{"PINGPONG", 1}}},
-      {"EXP2_POLY 2", {{"EXP2_POLY", 2}}},
+      {"default (DEPTH 1, BLOCK_N 128: the champion's structure)", {}},
+      {"DEPTH 2, BLOCK_N 64, Q_REGS 1", deep},
+      {"DEPTH 2, Q_REGS 0", deep_with({{"Q_REGS", 0}})},
+      {"DEPTH 1, BLOCK_N 64, Q_REGS 1", deep_with({{"DEPTH", 1}})},
+      {"DEPTH 2, PINGPONG 1", deep_with({{"PINGPONG", 1}})},
+      {"DEPTH 2, EXP2_POLY 2", deep_with({{"EXP2_POLY", 2}})},
+      {"EXP2_POLY 1", {{"EXP2_POLY", 1}}},
       {"SCHEDULE 3", {{"SCHEDULE", 3}}},
       {"EPILOGUE 1, CONVERTERS 2, Q_BUFFERS 2", {{"EPILOGUE", 1}, {"CONVERTERS", 2}, {"Q_BUFFERS", 2}}},
   };
@@ -64,17 +71,19 @@ TEST(Fa4G4Template, TheDefaultPassesTheAbiCheckWithTensorMaps) {
   EXPECT_EQ(abi.launch_info[0], 384);  // a producer and two consumer warpgroups
   EXPECT_EQ(abi.launch_info[2], 128);  // BLOCK_M
   EXPECT_EQ(abi.launch_info[3], 1);    // persistent grid
-  EXPECT_EQ(abi.launch_info[5], 64);   // the default's BLOCK_N: the k / v box rows
+  EXPECT_EQ(abi.launch_info[5], 128);  // the default's BLOCK_N: the k / v box rows
 }
 
 TEST(Fa4G4Template, TheSpaceRefusesTheRegisterStarvedCorners) {
   const TemplateSpace space = g4_space();
-  const auto refused = space.check(with(space, {{"DEPTH", 2}, {"BLOCK_N", 128}, {"Q_REGS", 0}, {"STAGES", 2}}));
+  const auto refused = space.check(with(space, {{"DEPTH", 2}}));  // at the default's BLOCK_N 128
   ASSERT_TRUE(refused);
   EXPECT_NE(refused->find("DEPTH 2 needs BLOCK_N 64"), std::string::npos) << *refused;
-  EXPECT_TRUE(space.check(with(space, {{"DEPTH", 1}, {"BLOCK_N", 128}, {"Q_REGS", 1}, {"STAGES", 2}})));
-  EXPECT_TRUE(space.check(with(space, {{"STAGES", 5}, {"Q_BUFFERS", 2}})));  // 227 KB of shared memory
-  EXPECT_FALSE(space.check(with(space, {{"STAGES", 5}})));
+  EXPECT_TRUE(space.check(with(space, {{"Q_REGS", 1}})));
+  EXPECT_FALSE(space.check(with(space, {{"DEPTH", 2}, {"BLOCK_N", 64}, {"Q_REGS", 1}})));
+  EXPECT_TRUE(space.check(with(space, {{"BLOCK_N", 64}, {"STAGES", 5}, {"Q_BUFFERS", 2}})));  // over 227 KB
+  EXPECT_FALSE(space.check(with(space, {{"BLOCK_N", 64}, {"STAGES", 5}})));
+  EXPECT_TRUE(space.check(with(space, {{"STAGES", 3}})));  // BLOCK_N 128: three 64 KB K/V slots and Q, O
 }
 
 }  // namespace
