@@ -4,9 +4,11 @@
 Used on the GPU machine for validation sweeps and ablations (docs/kernels.md, docs/results.md).
 
 usage: bench_configs.py CONFIGS_FILE SUITES OUT_JSONL [--deadline S] [-- extra bench args]
-  CONFIGS_FILE: one `label<TAB>template<TAB>config JSON[<TAB>NAME=VALUE ...]` per line ('#' comments
-                allowed); the config names only what differs from the template's default ('{}' = the
-                default); the optional 4th column holds macros outside the space (bench --define)
+  CONFIGS_FILE: one `label<TAB>template<TAB>config JSON[<TAB>NAME=VALUE ...[<TAB>TEMPLATES_DIR]]` per line ('#'
+                comments allowed); the config names only what differs from the template's default ('{}' = the
+                default); the optional 4th column holds macros outside the space (bench --define, '-' for none),
+                the optional 5th a templates folder for that row (bench --templates; relative to the current
+                folder; default: the repository's kernels_templates)
   SUITES: comma list of built-in suites or manifest:/path.json
 """
 import json
@@ -17,18 +19,20 @@ import time
 
 
 def read_configs(configs_file):
-    """The rows of a configs file as (label, template, full config dict, defines list): a config names only
-    what differs from the template's default (bench and compile want every parameter)."""
-    templates = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "kernels_templates")
+    """The rows of a configs file as (label, template, full config dict, defines list, templates folder or ''): a
+    config names only what differs from the template's default (bench and compile want every parameter)."""
+    repo_templates = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "kernels_templates")
     rows = []
     for line in open(configs_file):
         line = line.strip()
         if not line or line.startswith("#"):
             continue
-        label, template, config, *defines = line.split("\t")
-        full = json.load(open(os.path.join(templates, template + ".json")))["default"]
+        label, template, config, *rest = line.split("\t")
+        defines = rest[0].split() if rest and rest[0] != "-" else []
+        folder = rest[1] if len(rest) > 1 else ""
+        full = json.load(open(os.path.join(folder or repo_templates, template + ".json")))["default"]
         full.update(json.loads(config))
-        rows.append((label, template, full, defines[0].split() if defines else []))
+        rows.append((label, template, full, defines, folder))
     return rows
 
 
@@ -44,12 +48,14 @@ def main():
         deadline = argv[i + 1]
         del argv[i:i + 2]
     configs_file, suites, out_path = argv
-    rows = [(label, template, json.dumps(full, separators=(",", ":")), defines)
-            for label, template, full, defines in read_configs(configs_file)]
+    rows = [(label, template, json.dumps(full, separators=(",", ":")), defines, folder)
+            for label, template, full, defines, folder in read_configs(configs_file)]
     out = open(out_path, "a")
     for suite in suites.split(","):
-        for label, template, config, defines in rows:
+        for label, template, config, defines, folder in rows:
             cmd = ["attn-tuner", "bench", "--template", template, "--json", "--deadline", deadline] + extra
+            if folder:
+                cmd += ["--templates", folder]
             cmd += ["--config", config]
             for d in defines:
                 cmd += ["--define", d]

@@ -27,8 +27,9 @@ def main():
     cache = os.path.join(work, "cache")
     print("label                        hash      " + " ".join(f"{o:>6s}" for o in OPS) + "  total")
     with tarfile.open(out_tar, "w:gz") as tar:
-        for label, template, full, defines in read_configs(configs_file):
+        for label, template, full, defines, folder in read_configs(configs_file):
             cmd = ["attn-tuner", "compile", "--template", template, "--config", json.dumps(full), "--cache", cache]
+            cmd += ["--templates", folder] if folder else []
             cmd += [f"--option=-D{d}" for d in defines]
             p = subprocess.run(cmd, capture_output=True, text=True)
             m = re.search(r"^ok\s+\S+\s+\S+\s+\S+\s+\S+\s+\S+\s+\S+\s+\S+\s+([0-9a-f]{8})", p.stdout, re.M)

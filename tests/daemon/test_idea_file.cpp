@@ -78,7 +78,7 @@ TEST(IdeaFile, BadInputIsAClearErrorNamingTheProblem) {
 
 TEST(TemplateJson, TheRepositoryTemplatesAreInTheLayoutItWrites) {
   // Installed templates are written in this layout, so a diff of a repository .json applies to a descendant.
-  for (const char* name : {"fa3_tma", "fa2_mma", "wgmma_fa"}) {
+  for (const char* name : {"fa3_tma", "fa4_g4", "fa2_mma", "wgmma_fa"}) {
     const std::string path = test::data_dir() + "/../../kernels_templates/" + name + ".json";
     const std::string text = test::read_text(path);
     ASSERT_FALSE(text.empty()) << path;
