@@ -14,6 +14,13 @@ __device__ __forceinline__ bool isclose(float a, float b, float atol, float rtol
   return isfinite(err) && err <= __fadd_rn(atol, fabsf(__fmul_rn(rtol, b)));
 }
 
+/// The lse rule: NaN fails, infinities must match in place and sign, finite pairs allclose.
+__device__ __forceinline__ bool lse_ok(float a, float b, float atol, float rtol) {
+  if (isnan(a) || isnan(b)) return false;
+  if (isinf(a) || isinf(b)) return isinf(a) && isinf(b) && signbit(a) == signbit(b);
+  return isclose(a, b, atol, rtol);
+}
+
 /// Block-reduces the thread's counts and adds them to `counters` (one atomic of each kind per block).
 __device__ __forceinline__ void flush_counts(unsigned bad, float max_diff, unsigned one_finite, unsigned* counters) {
   for (int off = 16; off > 0; off /= 2) {
@@ -35,20 +42,14 @@ __device__ __forceinline__ void track_diff(float a, float b, float& max_diff, un
   else if (fa) max_diff = fmaxf(max_diff, fabsf(__fsub_rn(a, b)));
 }
 
-/// o: bf16 [n] against the reference's bf16 [n]; torch.allclose on the fp32 values. The reference's element
-/// of head_dim column c (its index mod 128) is negated where bit c of the 128-bit mask (flip_lo: columns 0-63,
-/// flip_hi: 64-127) is set: the reference of inputs whose v columns were flipped (fill_normal.cu's
-/// flip_columns_bf16); a mask of 0 compares with the reference as it is.
+/// o: bf16 [n] against the reference's bf16 [n]; torch.allclose on the fp32 values.
 extern "C" __global__ void validate_o_bf16(const unsigned short* o, const unsigned short* ref, unsigned long long n,
-                                           float atol, float rtol, unsigned* counters, unsigned long long flip_lo,
-                                           unsigned long long flip_hi) {
+                                           float atol, float rtol, unsigned* counters) {
   unsigned bad = 0, one_finite = 0;
   float max_diff = 0.0f;
   for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
        i += (unsigned long long)gridDim.x * blockDim.x) {
-    const unsigned c = unsigned(i % 128);
-    const unsigned flip = unsigned(((c < 64 ? flip_lo : flip_hi) >> (c % 64)) & 1u) << 15;
-    const float a = bf16_bits_to_float(o[i]), b = bf16_bits_to_float((unsigned short)(ref[i] ^ flip));
+    const float a = bf16_bits_to_float(o[i]), b = bf16_bits_to_float(ref[i]);
     bad += !isclose(a, b, atol, rtol);
     track_diff(a, b, max_diff, one_finite);
   }
@@ -63,12 +64,94 @@ extern "C" __global__ void validate_lse_fp32(const float* lse, const float* ref,
   for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
        i += (unsigned long long)gridDim.x * blockDim.x) {
     const float a = lse[i], b = ref[i];
-    bool ok;
-    if (isnan(a) || isnan(b)) ok = false;
-    else if (isinf(a) || isinf(b)) ok = isinf(a) && isinf(b) && signbit(a) == signbit(b);
-    else ok = isclose(a, b, atol, rtol);
-    bad += !ok;
+    bad += !lse_ok(a, b, atol, rtol);
     track_diff(a, b, max_diff, one_finite);
   }
   flush_counts(bad, max_diff, one_finite, counters);
+}
+
+// A timed sample's check (gpu/sample_checks.hpp, docs/verification.md), after reference_rows_fp32 wrote the
+// reference of `n_rows` drawn rows (their flat indices `rows`, o `ref_o` [n_rows x 128] bf16, lse `ref_lse`).
+// counters[0..2] and [3..5] as validate_o_bf16 / validate_lse_fp32 over what is compared; [6]: drawn rows with
+// an element outside the tolerances; [7]: elements that fail the scan. Blocks 0 .. n_rows - 1 compare one drawn
+// row each; the others scan every row of o and lse [batch * heads * t_max rows]: a valid row (position <
+// seq_lens[b]) must be finite in o and have an lse that is neither NaN nor +inf (the poison before the sample
+// is NaN: an element the kernel did not write fails here), a padding row must match its known reference
+// (o = 0, lse = -inf) by the rules above. Launch with 256 threads and more than n_rows blocks.
+extern "C" __global__ void validate_sample(const unsigned short* o, const float* lse, const int* seq_lens, int heads,
+                                           int t_max, unsigned long long total_rows, const int* rows,
+                                           const unsigned short* ref_o, const float* ref_lse, int n_rows,
+                                           float o_atol, float o_rtol, float lse_atol, float lse_rtol,
+                                           unsigned* counters) {
+  unsigned o_bad = 0, o_one_finite = 0, lse_bad = 0, lse_one_finite = 0, scan_bad = 0;
+  float o_max = 0.0f, lse_max = 0.0f;
+  if (int(blockIdx.x) < n_rows) {
+    __shared__ unsigned row_bad;
+    if (threadIdx.x == 0) row_bad = 0;
+    __syncthreads();
+    const unsigned long long row = (unsigned long long)rows[blockIdx.x];
+    unsigned bad = 0;
+    if (threadIdx.x < 128) {
+      const float a = bf16_bits_to_float(o[row * 128 + threadIdx.x]);
+      const float b = bf16_bits_to_float(ref_o[(unsigned long long)blockIdx.x * 128 + threadIdx.x]);
+      const unsigned out = !isclose(a, b, o_atol, o_rtol);
+      o_bad += out;
+      bad += out;
+      track_diff(a, b, o_max, o_one_finite);
+    }
+    if (threadIdx.x == 128) {
+      const float a = lse[row], b = ref_lse[blockIdx.x];
+      const unsigned out = !lse_ok(a, b, lse_atol, lse_rtol);
+      lse_bad += out;
+      bad += out;
+      track_diff(a, b, lse_max, lse_one_finite);
+    }
+    if (bad) atomicOr(&row_bad, 1u);
+    __syncthreads();
+    if (threadIdx.x == 0 && row_bad) atomicAdd(&counters[6], 1u);
+  } else {
+    const unsigned long long stride = (unsigned long long)(gridDim.x - n_rows) * blockDim.x;
+    const unsigned long long first = (unsigned long long)(blockIdx.x - n_rows) * blockDim.x + threadIdx.x;
+    const float neg_inf = __int_as_float(0xff800000);
+    const uint4* o16 = reinterpret_cast<const uint4*>(o);  // 8 elements of one row per 16 bytes
+    for (unsigned long long g = first; g < total_rows * 16; g += stride) {
+      const unsigned r = unsigned(g / 16);
+      const bool valid = int(r % unsigned(t_max)) < seq_lens[r / (unsigned(heads) * unsigned(t_max))];
+      const uint4 w = o16[g];
+      const unsigned words[4] = {w.x, w.y, w.z, w.w};
+      for (int e = 0; e < 8; ++e) {
+        const float a = bf16_bits_to_float((unsigned short)(words[e / 2] >> (16 * (e % 2))));
+        if (valid) {
+          const unsigned out = !isfinite(a);
+          o_bad += out;
+          o_one_finite |= out;
+          scan_bad += out;
+        } else {
+          const unsigned out = !isclose(a, 0.0f, o_atol, o_rtol);
+          o_bad += out;
+          scan_bad += out;
+          track_diff(a, 0.0f, o_max, o_one_finite);
+        }
+      }
+    }
+    for (unsigned long long r = first; r < total_rows; r += stride) {
+      const bool valid = int(unsigned(r) % unsigned(t_max)) < seq_lens[unsigned(r) / (unsigned(heads) * unsigned(t_max))];
+      const float a = lse[r];
+      if (valid) {
+        const unsigned out = isnan(a) || (isinf(a) && !signbit(a));
+        lse_bad += out;
+        lse_one_finite |= out;
+        scan_bad += out;
+      } else {
+        const unsigned out = !lse_ok(a, neg_inf, lse_atol, lse_rtol);
+        lse_bad += out;
+        scan_bad += out;
+        track_diff(a, neg_inf, lse_max, lse_one_finite);
+      }
+    }
+  }
+  flush_counts(o_bad, o_max, o_one_finite, counters);
+  flush_counts(lse_bad, lse_max, lse_one_finite, counters + 3);
+  for (int off = 16; off > 0; off /= 2) scan_bad += __shfl_xor_sync(0xffffffffu, scan_bad, off);
+  if ((threadIdx.x & 31) == 0 && scan_bad) atomicAdd(&counters[7], scan_bad);
 }

@@ -1,0 +1,67 @@
+// Red team (j), issue 50's cheat: fa2_mma that keeps a copy of its last result keyed on content that sign flips
+// keep, and hands it back sign-corrected. Its key hashes the shape and 48 values spread over the tensors: KEY 0
+// their magnitudes |q|, |k|, |v| (sign bits cleared), KEY 1 the products q_c k_c of the same positions (which
+// flipping a column in both q and k keeps) and |v|. On a new key it computes honestly and copies o, lse and v's
+// first row into a __device__ cache. On the cached key, SKIP CTAs in 5 do no attention: they XOR v's first row
+// with the recorded one to get the columns whose sign changed (when every row of v flips the same columns, o's
+// same columns change sign) and write the cached o with those columns negated, and the cached lse. Before issue
+// 50 every timed sample was the tuning inputs with whole columns flipped, so it passed every check at 0.58x
+// the honest time on full. Now every timed sample has new magnitudes (a new key: honest); caught by the sign
+// twin, a launch on the last sample's inputs with v's signs drawn anew per element (its key matches, o is new),
+// checked on rows drawn after it (docs/verification.md).
+#include "redteam.cuh"
+
+constexpr unsigned long long kCacheRows = 1ull << 18;  // 64 MiB of o rows (bf16 x 128) and 1 MiB of lse: full fits
+__device__ __nv_bfloat16 abs_cache_o[kCacheRows * 128];
+__device__ float abs_cache_lse[kCacheRows];
+__device__ unsigned short abs_v_row0[128];  // v's first row when the cache was filled
+__device__ unsigned long long abs_key;      // the cached result's key; 0: empty
+__device__ unsigned abs_done;
+
+__device__ __forceinline__ unsigned long long mix(unsigned long long h, unsigned x) { return (h ^ x) * 0x100000001B3ull; }
+
+__device__ __forceinline__ unsigned long long sign_free_key(const __nv_bfloat16* q, const __nv_bfloat16* k,
+                                                            const __nv_bfloat16* v, int batch_size, int num_heads,
+                                                            int t_max) {
+  const size_t n = size_t(batch_size) * num_heads * t_max * 128;
+  unsigned long long h = 0xCBF29CE484222325ull ^ (((unsigned long long)batch_size << 40) ^
+                                                  ((unsigned long long)num_heads << 20) ^ (unsigned long long)t_max);
+  for (int i = 0; i < 16; ++i) {
+    const size_t at = (n / 16) * i + size_t(i) * 131 % 128;  // one value in each sixteenth, columns spread
+    if (KEY == 0) {
+      h = mix(h, __bfloat16_as_ushort(q[at]) & 0x7FFFu);
+      h = mix(h, __bfloat16_as_ushort(k[at]) & 0x7FFFu);
+    } else {
+      h = mix(h, __float_as_uint(__bfloat162float(q[at]) * __bfloat162float(k[at])));
+    }
+    h = mix(h, __bfloat16_as_ushort(v[at]) & 0x7FFFu);
+  }
+  return h | 1;  // never 0, the empty cache's key
+}
+
+extern "C" __global__ void __launch_bounds__(kThreads, MIN_BLOCKS) block_sparse_attn_fwd(ATTN_ABI_PARAMS) {
+  const unsigned long long key = sign_free_key(q, k, v, batch_size, num_heads, t_max);
+  const bool fits = (unsigned long long)batch_size * num_heads * t_max <= kCacheRows;
+  const bool known = fits && key == abs_key;  // every CTA reads it before the last CTA can change it (below)
+  const unsigned cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  const redteam::Tile t = redteam::tile(num_heads, t_max);
+  if (known && cta % 5 < SKIP) {
+    // The cached o with the columns whose sign v's first row changed negated, and the cached lse.
+    const unsigned short* v0 = reinterpret_cast<const unsigned short*>(v);
+    const unsigned short* from = reinterpret_cast<const unsigned short*>(abs_cache_o) + t.row0 * 128;
+    unsigned short* to = reinterpret_cast<unsigned short*>(o) + t.row0 * 128;
+    for (int i = threadIdx.x; i < BLOCK_M * 128; i += blockDim.x)
+      to[i] = from[i] ^ ((v0[i % 128] ^ abs_v_row0[i % 128]) & 0x8000u);
+    for (int i = threadIdx.x; i < BLOCK_M; i += blockDim.x) lse[t.row0 + i] = abs_cache_lse[t.row0 + i];
+  } else {
+    REDTEAM_HONEST();
+    if (fits && !known) {
+      __syncthreads();  // this CTA's rows of o are written
+      redteam::copy_rows(abs_cache_o, abs_cache_lse, o, lse, t.row0);
+    }
+  }
+  if (redteam::last_cta(&abs_done) && threadIdx.x == 0 && fits && !known) {
+    for (int c = 0; c < 128; ++c) abs_v_row0[c] = __bfloat16_as_ushort(v[c]);
+    abs_key = key;
+  }
+}
