@@ -96,12 +96,16 @@ void CaseBuilder::xor_inputs_async(const DeviceCase& c, const InputXor& x, CUstr
   const std::uint64_t n = c.qkv_elems();
   if (n % 8 != 0) throw std::invalid_argument("xor_inputs_bf16 needs a multiple of 8 elements");
   if (n == 0 || x == InputXor{}) return;
-  CUdeviceptr q = c.q.ptr(), k = c.k.ptr(), v = c.v.ptr();
-  unsigned long long n_arg = n, mag_a = x.mag_a, mag_b = x.mag_b, sign_a = x.sign_a, sign_b = x.sign_b;
-  void* params[] = {&q, &k, &v, &n_arg, &mag_a, &mag_b, &sign_a, &sign_b};
+  const std::uint64_t n_lse = c.lse_elems();
+  if (x.poison && n_lse % 4 != 0) throw std::invalid_argument("xor_inputs_bf16 poisons lse in groups of 4");
+  CUdeviceptr q = c.q.ptr(), k = c.k.ptr(), v = c.v.ptr(), o = c.o.ptr(), lse = c.lse.ptr();
+  unsigned long long n_arg = n, mag_a = x.mag_a, mag_b = x.mag_b, sign_a = x.sign_a, sign_b = x.sign_b,
+                     n_lse_arg = n_lse;
+  int poison = x.poison ? 1 : 0;
+  void* params[] = {&q, &k, &v, &n_arg, &mag_a, &mag_b, &sign_a, &sign_b, &poison, &o, &lse, &n_lse_arg};
   const std::uint64_t tensors = (x.mag_a | x.mag_b) ? 3 : 1;  // a sign mask alone touches v only
-  check(cu::api().cuLaunchKernel(xor_fn_, elementwise_grid(tensors * n / 8), 1, 1, 256, 1, 1, 0, stream, params,
-                                 nullptr),
+  const std::uint64_t items = tensors * n / 8 + (x.poison ? n / 8 + n_lse / 4 : 0);
+  check(cu::api().cuLaunchKernel(xor_fn_, elementwise_grid(items), 1, 1, 256, 1, 1, 0, stream, params, nullptr),
         "cuLaunchKernel(xor_inputs_bf16)");
 }
 

@@ -23,10 +23,12 @@ namespace attn {
 
 /// The arguments of one pass of kernels_templates/fill_normal.cu's xor_inputs_bf16 over q, k and v: the
 /// magnitude masks of seeds mag_a and mag_b and v's sign masks of seeds sign_a and sign_b (0: none;
-/// kernels_templates/sample_rules.h). All zero: nothing to do.
+/// kernels_templates/sample_rules.h); `poison`: o and lse filled with NaN in the same pass. All zero: nothing
+/// to do.
 struct InputXor {
   std::uint64_t mag_a = 0, mag_b = 0;
   std::uint64_t sign_a = 0, sign_b = 0;
+  bool poison = false;
   bool operator==(const InputXor&) const = default;
 };
 
@@ -46,7 +48,8 @@ struct DeviceCase;
 class CaseKernels {
  public:
   virtual ~CaseKernels() = default;
-  /// Enqueues xor_inputs_bf16(x) over c's q, k and v on `stream`; nothing when x is all zero.
+  /// Enqueues xor_inputs_bf16(x) over c's q, k and v (and o, lse with x.poison) on `stream`; nothing when x is
+  /// all zero.
   virtual void xor_inputs_async(const DeviceCase& c, const InputXor& x, CUstream stream) = 0;
   /// Enqueues reference_rows_fp32 over c's current inputs: `out.count` rows drawn with `seed`, into `out`.
   virtual void reference_rows_async(const DeviceCase& c, std::uint64_t seed, const RowsBuffer& out,

@@ -12,6 +12,7 @@ namespace attn {
 namespace {
 
 constexpr unsigned kThreads = 256;
+constexpr unsigned kSampleThreads = 128;  // validate_sample: one thread per column of a drawn row
 constexpr int kPerOutput = 3;  // per output: elements outside the tolerance, max diff bits, one-finite flag
 
 
@@ -57,32 +58,33 @@ ValidationResult DeviceValidator::validate(const DeviceCase& c, CUstream stream,
   return validation_result(h[0] == 0, h[kPerOutput] == 0, max_diff(&h[0]), max_diff(&h[kPerOutput]));
 }
 
-void DeviceValidator::enqueue_sample(const DeviceCase& c, const RowsBuffer& rows, CUstream stream,
+void DeviceValidator::enqueue_sample(const DeviceCase& c, std::uint64_t seed, int rows, CUstream stream,
                                      const Tolerances& tol, CUdeviceptr counters) const {
-  CUdeviceptr o = c.o.ptr(), lse = c.lse.ptr(), seq_lens = c.seq_lens.ptr();
-  CUdeviceptr drawn = rows.rows, ref_o = rows.ref_o, ref_lse = rows.ref_lse;
-  int heads = c.spec.num_heads, t_max = c.spec.t_max, n_rows = rows.count;
-  unsigned long long total_rows = c.lse_elems();
+  const AttnArgs a = c.args();
+  CUdeviceptr q = a.q, k = a.k, v = a.v, row_ptr = a.row_ptr, col_idx = a.col_idx, seq_lens = a.seq_lens, o = a.o,
+              lse = a.lse;
+  int batch = a.batch_size, heads = a.num_heads, t_max = a.t_max, col_width = a.col_width, n_rows = std::max(rows, 0);
+  unsigned long long seed_arg = seed;
   float o_atol = float(tol.output_atol), o_rtol = float(tol.output_rtol), lse_atol = float(tol.lse_atol),
         lse_rtol = float(tol.lse_rtol);
-  void* params[] = {&o,     &lse,    &seq_lens, &heads,    &t_max,    &total_rows, &drawn,   &ref_o,
-                    &ref_lse, &n_rows, &o_atol,   &o_rtol,   &lse_atol, &lse_rtol,   &counters};
-  // The drawn rows' blocks, then the scan's: as many as the full validation's grid.
-  const std::uint64_t scan_blocks =
-      std::min<std::uint64_t>((total_rows * 16 + kThreads - 1) / kThreads, std::uint64_t(ctx_.info().sm_count) * 8);
-  const unsigned grid = unsigned(std::max<int>(n_rows, 0)) + unsigned(std::max<std::uint64_t>(scan_blocks, 1));
-  check(cu::api().cuLaunchKernel(sample_fn_, grid, 1, 1, kThreads, 1, 1, 0, stream, params, nullptr),
+  void* params[] = {&q,     &k,      &v,      &row_ptr, &col_idx,  &seq_lens, &batch,    &heads,    &t_max, &col_width,
+                    &seed_arg, &n_rows, &o,   &lse,     &o_atol,   &o_rtol,   &lse_atol, &lse_rtol, &counters};
+  // The drawn rows' blocks first (they take longest), then the scan's: 8 blocks of 128 threads per SM.
+  const std::uint64_t scan_blocks = std::min<std::uint64_t>((c.lse_elems() * 16 + kSampleThreads - 1) / kSampleThreads,
+                                                            std::uint64_t(ctx_.info().sm_count) * 8);
+  const unsigned grid = unsigned(n_rows) + unsigned(std::max<std::uint64_t>(scan_blocks, 1));
+  check(cu::api().cuLaunchKernel(sample_fn_, grid, 1, 1, kSampleThreads, 1, 1, 0, stream, params, nullptr),
         "cuLaunchKernel(validate_sample)");
 }
 
-SampleVerdict DeviceValidator::check_sample(const DeviceCase& c, const RowsBuffer& rows, CUstream stream,
+SampleVerdict DeviceValidator::check_sample(const DeviceCase& c, std::uint64_t seed, int rows, CUstream stream,
                                             const Tolerances& tol) const {
   check(cu::api().cuMemsetD32Async(counters_.ptr(), 0, kSampleCounters, stream), "cuMemsetD32Async(counters)");
-  enqueue_sample(c, rows, stream, tol, counters_.ptr());
+  enqueue_sample(c, seed, rows, stream, tol, counters_.ptr());
   check(cu::api().cuStreamSynchronize(stream), "cuStreamSynchronize(sample check)");
   std::array<unsigned, kSampleCounters> h{};
   counters_.download(h.data(), sizeof(h));
-  return sample_verdict_of(h.data(), rows.count);
+  return sample_verdict_of(h.data(), std::max(rows, 0));
 }
 
 SampleVerdict DeviceValidator::sample_verdict_of(const unsigned* h, int rows_checked) {

@@ -36,13 +36,15 @@ class DeviceValidator {
   /// tolerances, then the elements the scan failed.
   static constexpr int kSampleCounters = 8;
   /// Enqueues a timed sample's check on `stream` without waiting (kernels_templates/validate_outputs.cu's
-  /// validate_sample): c.o / c.lse against the reference of `rows` (written before on the stream by
-  /// reference_rows_fp32) and the scan of every element. Adds to the kSampleCounters unsigned at `counters`,
-  /// which the caller zeroed; sample_verdict_of reads a host copy of them.
-  void enqueue_sample(const DeviceCase& c, const RowsBuffer& rows, CUstream stream, const Tolerances& tol,
+  /// validate_sample, one launch): `rows` rows of c drawn with `seed` (attn_sample::sampled_row) against their
+  /// fp32 reference computed in the same launch from c's inputs as they are, and the scan of every element of
+  /// c.o / c.lse. Adds to the kSampleCounters unsigned at `counters`, which the caller zeroed;
+  /// sample_verdict_of reads a host copy of them.
+  void enqueue_sample(const DeviceCase& c, std::uint64_t seed, int rows, CUstream stream, const Tolerances& tol,
                       CUdeviceptr counters) const;
   /// The same, waited for: its verdict. Throws CudaError.
-  SampleVerdict check_sample(const DeviceCase& c, const RowsBuffer& rows, CUstream stream, const Tolerances& tol) const;
+  SampleVerdict check_sample(const DeviceCase& c, std::uint64_t seed, int rows, CUstream stream,
+                             const Tolerances& tol) const;
   /// The verdict of kSampleCounters counters written by enqueue_sample over `rows_checked` drawn rows; the same
   /// as check_sample on the host (gpu/sample_verdict.hpp) for the same outputs.
   static SampleVerdict sample_verdict_of(const unsigned* counters, int rows_checked);

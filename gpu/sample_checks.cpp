@@ -56,11 +56,12 @@ void SampleChecks::record(int sample, const SampleVerdict& v) {
 
 bool SampleChecks::after(CUstream s, int sample, std::uint64_t row_seed) {
   if (validator_ && int(pending_.size()) < buffers_.slots()) {
-    const RowsBuffer rows = buffers_.rows(rows_);
-    c_.kernels->reference_rows_async(c_, row_seed, rows, s);
-    const CUdeviceptr slot = buffers_.slot(int(pending_.size()));
-    check(cu::api().cuMemsetD32Async(slot, 0, DeviceValidator::kSampleCounters, s), "cuMemsetD32Async(sample counters)");
-    validator_->enqueue_sample(c_, rows, s, tol_, slot);
+    if (!slots_zeroed_) {  // one memset for the case's checks, not one per sample
+      check(cu::api().cuMemsetD32Async(buffers_.slot(0), 0, std::size_t(buffers_.slots()) * DeviceValidator::kSampleCounters, s),
+            "cuMemsetD32Async(sample counters)");
+      slots_zeroed_ = true;
+    }
+    validator_->enqueue_sample(c_, row_seed, rows_, s, tol_, buffers_.slot(int(pending_.size())));
     pending_.push_back(sample);
     return true;
   }
@@ -73,16 +74,17 @@ void SampleChecks::finish(CUstream s) {
   check(cu::api().cuStreamSynchronize(s), "cuStreamSynchronize(sample checks)");
   std::vector<unsigned> h(pending_.size() * DeviceValidator::kSampleCounters);
   check(cu::api().cuMemcpyDtoH(h.data(), buffers_.slot(0), h.size() * sizeof(unsigned)), "cuMemcpyDtoH(sample counters)");
-  const int rows = buffers_.rows(rows_).count;
   for (std::size_t i = 0; i < pending_.size(); ++i)
-    record(pending_[i], DeviceValidator::sample_verdict_of(&h[i * DeviceValidator::kSampleCounters], rows));
+    record(pending_[i], DeviceValidator::sample_verdict_of(&h[i * DeviceValidator::kSampleCounters], rows_));
   pending_.clear();
+  slots_zeroed_ = false;
 }
 
 SampleVerdict SampleChecks::check_now(CUstream s, std::uint64_t row_seed) {
+  if (validator_) return validator_->check_sample(c_, row_seed, rows_, s, tol_);
+  // The host path: the drawn rows' reference on the device (the same rows, the same bits), compared here.
   const RowsBuffer rows = buffers_.rows(rows_);
   c_.kernels->reference_rows_async(c_, row_seed, rows, s);
-  if (validator_) return validator_->check_sample(c_, rows, s, tol_);
   check(cu::api().cuStreamSynchronize(s), "cuStreamSynchronize(sample check)");
   const auto o = c_.o.to_vector<bf16_bits>(c_.qkv_elems());
   const auto lse = c_.lse.to_vector<float>(c_.lse_elems());

@@ -1,11 +1,12 @@
 // The checks of the launches an evaluation times (docs/verification.md). Every timed sample runs on new inputs
 // (gpu/sample_inputs.hpp) with o and lse poisoned before it; after it, outside its events, its check: rows of o
 // drawn only then (a seed the kernel never sees: it is an argument of a kernel enqueued after it) get their
-// fp32 reference on the GPU (kernels_templates/reference_fp32.cu's reference_rows_fp32) and are compared with
-// the harness's tolerances, and a scan of every element of o and lse fails what the poison would leave, what
-// is not finite and padding rows unlike their known reference (gpu/sample_verdict.hpp). A kernel wrong on a
-// share f of the valid rows passes one check of n drawn rows with probability (1 - f)^n. The same check judges
-// the sign twin.
+// fp32 reference on the GPU and are compared with the harness's tolerances, and a scan of every element of o
+// and lse fails what the poison would leave, what is not finite and padding rows unlike their known reference
+// (gpu/sample_verdict.hpp). On the device that is one launch (kernels_templates/validate_outputs.cu's
+// validate_sample); the host path takes the rows' reference from reference_rows_fp32 (the same rows, the same
+// bits) and checks on host copies. A kernel wrong on a share f of the valid rows passes one check of n drawn
+// rows with probability (1 - f)^n. The same check judges the sign twin.
 #pragma once
 #include <cuda.h>
 
@@ -81,6 +82,7 @@ class SampleChecks {
   SampleBuffers& buffers_;
   int rows_;
   std::vector<int> pending_;  ///< the samples whose check is enqueued in slots 0.. and not read
+  bool slots_zeroed_ = false;  ///< every slot's counters zeroed (once per case, before its first check)
   std::optional<std::string> failure_;
   double o_diff_ = 0, lse_diff_ = 0;
   int validated_ = 0;

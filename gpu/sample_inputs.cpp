@@ -65,13 +65,15 @@ SampleInputs::~SampleInputs() {
   }
 }
 
-void SampleInputs::go_to(const InputMask& to, CUstream s) {
+void SampleInputs::go_to(const InputMask& to, CUstream s, bool poison) {
   last_stream_ = s;
-  c_.kernels->xor_inputs_async(c_, mask_transition(now_, to), s);
+  InputXor x = mask_transition(now_, to);
+  x.poison = poison;
+  c_.kernels->xor_inputs_async(c_, x, s);
   now_ = to;
 }
 
-void SampleInputs::fresh(CUstream s, const SeedDraw& draw) { go_to(fresh_mask(now_, draw), s); }
+void SampleInputs::fresh(CUstream s, const SeedDraw& draw) { go_to(fresh_mask(now_, draw), s, true); }
 
 void SampleInputs::twin(CUstream s, const SeedDraw& draw) { go_to(twin_mask(now_, draw), s); }
 

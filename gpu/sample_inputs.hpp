@@ -55,7 +55,8 @@ class SampleInputs {
   SampleInputs(const SampleInputs&) = delete;
   SampleInputs& operator=(const SampleInputs&) = delete;
 
-  /// Enqueues the pass to fresh_mask(mask(), draw).
+  /// Enqueues the pass to fresh_mask(mask(), draw), which also poisons o and lse (NaN): a timed sample's inputs
+  /// and outputs in one pass.
   void fresh(CUstream s, const SeedDraw& draw);
   /// Enqueues the pass to twin_mask(mask(), draw).
   void twin(CUstream s, const SeedDraw& draw);
@@ -64,7 +65,7 @@ class SampleInputs {
   const InputMask& mask() const { return now_; }
 
  private:
-  void go_to(const InputMask& to, CUstream s);
+  void go_to(const InputMask& to, CUstream s, bool poison = false);
   const DeviceCase& c_;
   InputMask now_;
   CUstream last_stream_ = nullptr;

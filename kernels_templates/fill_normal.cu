@@ -21,20 +21,32 @@ extern "C" __global__ void fill_normal_bf16(__nv_bfloat16* out, unsigned long lo
 // A timed sample's inputs (kernels_templates/sample_rules.h, gpu/sample_inputs.hpp, docs/verification.md): XORs
 // q, k and v, each [n] bf16, in place with the masks that take them from one state to another: the magnitude
 // masks of seeds mag_a and mag_b (0: none; equal seeds cancel, the caller passes 0 for both) and v's sign masks
-// of seeds sign_a and sign_b. One pass over the tensors that change (grid-stride over 16-byte groups: q and k
-// only when a magnitude mask is given); n % 8 == 0; launch with 256 threads, any grid.
+// of seeds sign_a and sign_b; with `poison`, in the same pass, fills o [n] bf16 and lse [n_lse] fp32 with 0xFF
+// bytes (NaN: what a launch does not write fails its check). One grid-stride pass over 16-byte groups: q and k
+// only when a magnitude mask is given, v, then o and lse; n % 8 == 0, n_lse % 4 == 0; launch with 256 threads,
+// any grid.
 extern "C" __global__ void xor_inputs_bf16(unsigned short* q, unsigned short* k, unsigned short* v,
                                            unsigned long long n, unsigned long long mag_a, unsigned long long mag_b,
-                                           unsigned long long sign_a, unsigned long long sign_b) {
+                                           unsigned long long sign_a, unsigned long long sign_b, int poison,
+                                           unsigned short* o, float* lse, unsigned long long n_lse) {
   const unsigned long long groups = n / 8;
+  const unsigned first = (mag_a | mag_b) ? 0u : 2u;  // a sign mask alone touches v only
+  const unsigned long long masked = (3 - first) * groups;
+  const unsigned long long total = masked + (poison ? groups + n_lse / 4 : 0);
   // The streams of the (tensor, seed) pairs, once per thread (selected below without local memory).
   const unsigned long long qa = attn_sample::magnitude_stream(mag_a, 0), qb = attn_sample::magnitude_stream(mag_b, 0);
   const unsigned long long ka = attn_sample::magnitude_stream(mag_a, 1), kb = attn_sample::magnitude_stream(mag_b, 1);
   const unsigned long long va = attn_sample::magnitude_stream(mag_a, 2), vb = attn_sample::magnitude_stream(mag_b, 2);
   const unsigned long long sa = attn_sample::sign_stream(sign_a), sb = attn_sample::sign_stream(sign_b);
-  const unsigned first = (mag_a | mag_b) ? 0u : 2u;  // a sign mask alone touches v only
-  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < (3 - first) * groups;
+  const uint4 nan16 = make_uint4(0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu);
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < total;
        i += (unsigned long long)gridDim.x * blockDim.x) {
+    if (i >= masked) {  // the poison: o's groups, then lse's
+      const unsigned long long j = i - masked;
+      if (j < groups) reinterpret_cast<uint4*>(o)[j] = nan16;
+      else reinterpret_cast<uint4*>(lse)[j - groups] = nan16;
+      continue;
+    }
     const unsigned t = first + unsigned(i / groups);
     const unsigned long long g = i - (t - first) * groups;
     unsigned m[4] = {0u, 0u, 0u, 0u};

@@ -4,6 +4,9 @@
 // (fp32 bits: non-negative floats order as unsigned ints), [2] 1 when a pair has exactly one finite
 // member (the harness's max abs diff is then inf). Arithmetic in fp32 with explicit rounding (no FMA
 // contraction), as torch.isclose and the CPU path compute it. See gpu/device_validation.hpp.
+#include <cuda_bf16.h>
+
+#include "attn_oracle.cuh"
 
 __device__ __forceinline__ float bf16_bits_to_float(unsigned short h) { return __uint_as_float(unsigned(h) << 16); }
 
@@ -70,42 +73,45 @@ extern "C" __global__ void validate_lse_fp32(const float* lse, const float* ref,
   flush_counts(bad, max_diff, one_finite, counters);
 }
 
-// A timed sample's check (gpu/sample_checks.hpp, docs/verification.md), after reference_rows_fp32 wrote the
-// reference of `n_rows` drawn rows (their flat indices `rows`, o `ref_o` [n_rows x 128] bf16, lse `ref_lse`).
-// counters[0..2] and [3..5] as validate_o_bf16 / validate_lse_fp32 over what is compared; [6]: drawn rows with
-// an element outside the tolerances; [7]: elements that fail the scan. Blocks 0 .. n_rows - 1 compare one drawn
-// row each; the others scan every row of o and lse [batch * heads * t_max rows]: a valid row (position <
-// seq_lens[b]) must be finite in o and have an lse that is neither NaN nor +inf (the poison before the sample
-// is NaN: an element the kernel did not write fails here), a padding row must match its known reference
-// (o = 0, lse = -inf) by the rules above. Launch with 256 threads and more than n_rows blocks.
-extern "C" __global__ void validate_sample(const unsigned short* o, const float* lse, const int* seq_lens, int heads,
-                                           int t_max, unsigned long long total_rows, const int* rows,
-                                           const unsigned short* ref_o, const float* ref_lse, int n_rows,
-                                           float o_atol, float o_rtol, float lse_atol, float lse_rtol,
-                                           unsigned* counters) {
+// A timed sample's check (gpu/sample_checks.hpp, docs/verification.md), one launch behind the sample on its
+// stream. Blocks 0 .. n_rows - 1 each draw one row with `seed` (attn_sample::sampled_row: the seed exists only
+// from this launch on), compute its fp32 reference (attn_oracle::oracle_row, the bits of reference_fp32.cu) and
+// compare o's and lse's row with it; the other blocks meanwhile scan every row of o and lse [batch * heads *
+// t_max rows]: a valid row (position < seq_lens[b]) must be finite in o and have an lse that is neither NaN nor
+// +inf (the poison before the sample is NaN: an element the kernel did not write fails here), a padding row must
+// match its known reference (o = 0, lse = -inf) by the rules above. counters[0..2] and [3..5] as
+// validate_o_bf16 / validate_lse_fp32 over what is compared; [6]: drawn rows with an element outside the
+// tolerances (a row drawn twice counts twice); [7]: elements that fail the scan. Launch with 128 threads and
+// more than n_rows blocks (n_rows may be 0: the scan alone).
+extern "C" __global__ void __launch_bounds__(attn_oracle::kBlock, 1)  // (128) alone spills 4 bytes
+validate_sample(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k,
+                const __nv_bfloat16* __restrict__ v, const int* __restrict__ row_ptr, const int* __restrict__ col_idx,
+                const int* __restrict__ seq_lens, int batch, int heads, int t_max, int col_width,
+                unsigned long long seed, int n_rows, const unsigned short* __restrict__ o,
+                const float* __restrict__ lse, float o_atol, float o_rtol, float lse_atol, float lse_rtol,
+                unsigned* counters) {
   unsigned o_bad = 0, o_one_finite = 0, lse_bad = 0, lse_one_finite = 0, scan_bad = 0;
   float o_max = 0.0f, lse_max = 0.0f;
+  const unsigned long long total_rows = (unsigned long long)batch * heads * t_max;
   if (int(blockIdx.x) < n_rows) {
+    __shared__ attn_oracle::RowSmem sm;
     __shared__ unsigned row_bad;
     if (threadIdx.x == 0) row_bad = 0;
-    __syncthreads();
-    const unsigned long long row = (unsigned long long)rows[blockIdx.x];
-    unsigned bad = 0;
-    if (threadIdx.x < 128) {
-      const float a = bf16_bits_to_float(o[row * 128 + threadIdx.x]);
-      const float b = bf16_bits_to_float(ref_o[(unsigned long long)blockIdx.x * 128 + threadIdx.x]);
-      const unsigned out = !isclose(a, b, o_atol, o_rtol);
-      o_bad += out;
-      bad += out;
-      track_diff(a, b, o_max, o_one_finite);
-    }
-    if (threadIdx.x == 128) {
-      const float a = lse[row], b = ref_lse[blockIdx.x];
-      const unsigned out = !lse_ok(a, b, lse_atol, lse_rtol);
+    const unsigned long long row = attn_sample::sampled_row(seed, blockIdx.x, seq_lens, batch, heads, t_max);
+    float ref_lse = 0.0f;
+    const float b = __bfloat162float(
+        attn_oracle::oracle_row(q, k, v, row_ptr, col_idx, seq_lens, heads, t_max, col_width, row, sm, ref_lse));
+    const float a = bf16_bits_to_float(o[row * 128 + threadIdx.x]);
+    unsigned bad = !isclose(a, b, o_atol, o_rtol);
+    o_bad += bad;
+    track_diff(a, b, o_max, o_one_finite);
+    if (threadIdx.x == 0) {
+      const unsigned out = !lse_ok(lse[row], ref_lse, lse_atol, lse_rtol);
       lse_bad += out;
       bad += out;
-      track_diff(a, b, lse_max, lse_one_finite);
+      track_diff(lse[row], ref_lse, lse_max, lse_one_finite);
     }
+    __syncthreads();  // row_bad is zeroed (oracle_row synchronizes only when the row has a kept block)
     if (bad) atomicOr(&row_bad, 1u);
     __syncthreads();
     if (threadIdx.x == 0 && row_bad) atomicAdd(&counters[6], 1u);
@@ -119,6 +125,7 @@ extern "C" __global__ void validate_sample(const unsigned short* o, const float*
       const bool valid = int(r % unsigned(t_max)) < seq_lens[r / (unsigned(heads) * unsigned(t_max))];
       const uint4 w = o16[g];
       const unsigned words[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
       for (int e = 0; e < 8; ++e) {
         const float a = bf16_bits_to_float((unsigned short)(words[e / 2] >> (16 * (e % 2))));
         if (valid) {

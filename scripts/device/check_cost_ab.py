@@ -8,9 +8,11 @@ suite evaluation, a screen: one case per family with the screen's timing) it pri
 worker's wall time per evaluation (`wall_ms`, GPU-bound: the worker waits on the GPU), the samples timed and
 the score, and writes every reply to OUT.jsonl.
 
-usage: check_cost_ab.py CASES_JSON CUBIN KERNEL ROUNDS OUT.jsonl ARM... [--screen ID,ID,ID]
+usage: check_cost_ab.py CASES_JSON CUBIN KERNEL ROUNDS OUT.jsonl ARM... [--screen ID,ID,ID] [--fixed N]
   CASES_JSON: the suite's cases as `attn-tuner suites --suite S --json` prints them (a list, or {"cases": [...]})
   CUBIN: the variant (compiled once into the compile cache: the same file for every arm)
+  --screen: also a screen of these cases (the screen's timing: 3-5 samples); --fixed N: also whole-suite
+            evaluations of exactly N samples per case (the arms then time the same number of samples)
   ARM: label=BINARY[@TEMPLATES_DIR][+FLAG,...]: the worker's binary, its helper kernels' folder
        ($ATTN_TUNER_TEMPLATES), and switches sent with each request: no_samples, no_fresh, no_floor (what
        `bench --no-sample-check`, `--no-fresh-check`, `--no-floor-check` send)
@@ -52,10 +54,14 @@ class Worker:
 
 def main():
     argv = sys.argv[1:]
-    screen = []
+    screen, fixed = [], 0
     if "--screen" in argv:
         i = argv.index("--screen")
         screen = argv[i + 1].split(",")
+        argv = argv[:i] + argv[i + 2:]
+    if "--fixed" in argv:
+        i = argv.index("--fixed")
+        fixed = int(argv[i + 1])
         argv = argv[:i] + argv[i + 2:]
     cases_json, cubin, kernel, rounds, out = argv[:5]
     cases = json.load(open(cases_json))
@@ -73,6 +79,8 @@ def main():
             raise RuntimeError(f"{w.label}: prepare: {prep}")
         print(f"{w.label}: {hello.get('gpu_name')} prepared {prep['cases']} cases in {prep['ms']:.0f} ms", flush=True)
     kinds = [("whole", WHOLE, [])] + ([("screen", SCREEN, screen)] if screen else [])
+    if fixed:
+        kinds.append((f"fixed{fixed}", dict(WHOLE, min_samples=fixed, max_samples=fixed, max_seconds=60.0), []))
     rows = {}
     with open(out, "a") as log:
         for r in range(int(rounds)):
@@ -95,7 +103,7 @@ def main():
                     rows.setdefault((kind, w.label), []).append(rep)
     for w in workers:
         w.close()
-    print(f"{'kind':<7} {'arm':<10} {'wall ms (median)':>17} {'all':<40} {'samples':>8} {'score us':>9} status")
+    print(f"{'kind':<8} {'arm':<10} {'wall ms (median)':>17} {'all':<40} {'samples':>8} {'score us':>9} status")
     base = {}
     for (kind, label), reps in rows.items():
         walls = [x["wall_ms"] for x in reps]
@@ -104,7 +112,7 @@ def main():
         samples = statistics.median(sum(c.get("samples", 0) for c in x["cases"]) for x in reps)
         scores = [x["score_ms"] for x in reps if isinstance(x.get("score_ms"), (int, float))]
         status = sorted({x["status"] for x in reps})
-        print(f"{kind:<7} {label:<10} {med:>10.1f} ({(med / base[kind] - 1) * 100:+5.1f} %) "
+        print(f"{kind:<8} {label:<10} {med:>10.1f} ({(med / base[kind] - 1) * 100:+5.1f} %) "
               f"{' '.join(f'{v:.1f}' for v in walls):<40} {samples:>8.0f} "
               f"{statistics.median(scores) * 1e3 if scores else float('nan'):>9.2f} {','.join(status)}")
 

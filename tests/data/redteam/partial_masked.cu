@@ -54,8 +54,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, MIN_BLOCKS) block_sparse_
     int q_tile, h, b;
     cta_work<CTA_ORDER>(q_tile, h, b);
     const int seq_len = seq_lens[b];
-    unsigned* o32 = reinterpret_cast<unsigned*>(o + t.row0 * 128);
-    for (int i = threadIdx.x; i < BLOCK_M * 64; i += blockDim.x) o32[i] = 0u;
+    uint4* o16 = reinterpret_cast<uint4*>(o + t.row0 * 128);
+    for (int i = threadIdx.x; i < BLOCK_M * 16; i += blockDim.x) o16[i] = make_uint4(0u, 0u, 0u, 0u);
     for (int i = threadIdx.x; i < BLOCK_M; i += blockDim.x)
       lse[t.row0 + i] = q_tile * BLOCK_M + i < seq_len ? 0.0f : __int_as_float(0xff800000);
   } else {
