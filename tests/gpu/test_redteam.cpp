@@ -513,8 +513,12 @@ TEST_F(RedTeam, WithoutTheChecksEveryMemoizerPasses) {
     if (n == "memo_o") {
       EXPECT_LT(r.score_ms, floor_score);
     }
-    if (n == "partial_count" || n == "abs_memo" || (n == "partial_content" && overrides.at("SKIP_PCT") == 40)) {
+    if (n == "partial_count" || (n == "abs_memo" && overrides.at("SKIP") == 3) ||
+        (n == "partial_content" && overrides.at("SKIP_PCT") == 40)) {
       EXPECT_LT(r.score_ms, 0.9 * honest.score_ms) << name;  // a fake win of 10 % or more
+    }
+    if (n == "abs_memo" && overrides.at("SKIP") == 2) {
+      EXPECT_LT(r.score_ms, 0.95 * honest.score_ms) << name;  // 2 CTAs in 5: 0.90x on the H200 (issue 50's: 0.85x)
     }
   }
 }
@@ -624,14 +628,7 @@ TEST_F(RedTeam, TheDrawnRowsReferenceIsTheCaseReferenceBitForBit) {
   // (the same arithmetic, step for step), on every family, a batch of unequal sequences included; the rows are
   // the ones attn_sample::sampled_row names.
   std::vector<CaseSpec> specs = builtin_suite("quick");
-  CaseSpec batched = builtin_suite("smoke").back();
-  batched.case_id = "batched-retrieval";
-  batched.batch_size = 2;
-  batched.num_heads = 3;
-  batched.t_max = 768;
-  batched.seq_len_min_ratio = 0.3;
-  batched.seed = 4711;
-  specs.push_back(batched);
+  specs.push_back(test::batched_case("batched-retrieval", 4711));
   const Stream stream;
   SampleBuffers buffers;
   buffers.reserve(1, 512);
@@ -663,13 +660,7 @@ TEST_F(RedTeam, TheSampleCheckOnTheDeviceIsTheHostCheck) {
   // the host (with reference_rows_fp32's rows for the same seed) give the same verdict, diffs and counts for the
   // same outputs: the case's reference as o, then with a drawn row off, the poison in an undrawn row, a padding
   // row not zero, a valid lse of +inf.
-  CaseSpec spec = builtin_suite("smoke").back();
-  spec.case_id = "batched";
-  spec.batch_size = 2;
-  spec.num_heads = 3;
-  spec.t_max = 768;
-  spec.seq_len_min_ratio = 0.3;
-  spec.seed = 99;
+  const CaseSpec spec = test::batched_case("batched", 99);
   const DeviceCase& c = builder_->get(spec);
   const Stream stream;
   SampleBuffers buffers;

@@ -18,23 +18,19 @@ __device__ __align__(16) unsigned short abs_v_row0[128];  // v's first row when 
 __device__ unsigned long long abs_key;      // the cached result's key; 0: empty
 __device__ unsigned abs_done;
 
-__device__ __forceinline__ unsigned long long mix(unsigned long long h, unsigned x) { return (h ^ x) * 0x100000001B3ull; }
-
 __device__ __forceinline__ unsigned long long sign_free_key(const __nv_bfloat16* q, const __nv_bfloat16* k,
                                                             const __nv_bfloat16* v, int batch_size, int num_heads,
                                                             int t_max) {
-  const size_t n = size_t(batch_size) * num_heads * t_max * 128;
-  unsigned long long h = 0xCBF29CE484222325ull ^ (((unsigned long long)batch_size << 40) ^
-                                                  ((unsigned long long)num_heads << 20) ^ (unsigned long long)t_max);
+  unsigned long long h = redteam::key_start(batch_size, num_heads, t_max);
   for (int i = 0; i < 16; ++i) {
-    const size_t at = (n / 16) * i + size_t(i) * 131 % 128;  // one value in each sixteenth, columns spread
+    const size_t at = redteam::key_position(batch_size, num_heads, t_max, i);
     if (KEY == 0) {
-      h = mix(h, __bfloat16_as_ushort(q[at]) & 0x7FFFu);
-      h = mix(h, __bfloat16_as_ushort(k[at]) & 0x7FFFu);
+      h = redteam::fnv(h, __bfloat16_as_ushort(q[at]) & 0x7FFFu);
+      h = redteam::fnv(h, __bfloat16_as_ushort(k[at]) & 0x7FFFu);
     } else {
-      h = mix(h, __float_as_uint(__bfloat162float(q[at]) * __bfloat162float(k[at])));
+      h = redteam::fnv(h, __float_as_uint(__bfloat162float(q[at]) * __bfloat162float(k[at])));
     }
-    h = mix(h, __bfloat16_as_ushort(v[at]) & 0x7FFFu);
+    h = redteam::fnv(h, __bfloat16_as_ushort(v[at]) & 0x7FFFu);
   }
   return h | 1;  // never 0, the empty cache's key
 }

@@ -16,21 +16,17 @@ constexpr int kSlots = 64;
 __device__ unsigned long long masked_high[kSlots], masked_exact[kSlots];  // per input set seen: its two keys
 __device__ unsigned masked_used, masked_done;
 
-__device__ __forceinline__ unsigned long long mix(unsigned long long h, unsigned x) { return (h ^ x) * 0x100000001B3ull; }
-
 /// The launch's keys over 48 values and the shape: exact bits (high = false) or bits 4..14 (high = true).
 __device__ __forceinline__ unsigned long long input_key(const __nv_bfloat16* q, const __nv_bfloat16* k,
                                                         const __nv_bfloat16* v, int batch_size, int num_heads,
                                                         int t_max, bool high) {
-  const size_t n = size_t(batch_size) * num_heads * t_max * 128;
   const unsigned keep = high ? 0x7FF0u : 0xFFFFu;
-  unsigned long long h = 0xCBF29CE484222325ull ^ (((unsigned long long)batch_size << 40) ^
-                                                  ((unsigned long long)num_heads << 20) ^ (unsigned long long)t_max);
+  unsigned long long h = redteam::key_start(batch_size, num_heads, t_max);
   for (int i = 0; i < 16; ++i) {
-    const size_t at = (n / 16) * i + size_t(i) * 131 % 128;
-    h = mix(h, __bfloat16_as_ushort(q[at]) & keep);
-    h = mix(h, __bfloat16_as_ushort(k[at]) & keep);
-    h = mix(h, __bfloat16_as_ushort(v[at]) & keep);
+    const size_t at = redteam::key_position(batch_size, num_heads, t_max, i);
+    h = redteam::fnv(h, __bfloat16_as_ushort(q[at]) & keep);
+    h = redteam::fnv(h, __bfloat16_as_ushort(k[at]) & keep);
+    h = redteam::fnv(h, __bfloat16_as_ushort(v[at]) & keep);
   }
   return h | 1;
 }
