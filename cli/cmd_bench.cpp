@@ -133,13 +133,13 @@ void run_bench(const BenchOptions& o) {
                  t ? fmt::format("{:.1f}", floors[i] / s * 100) : "-", c.spread * 100, c.samples,
                  c.o_max_abs_diff, c.lse_max_abs_diff, c.validated ? (c.passed ? "yes" : "NO") : "-");
     }
-    // The verification's figures (docs/verification.md): the fresh launch per case, where it ran.
+    // The verification's figures (docs/verification.md): the sign twin's launch per case, where it ran.
     std::string fresh;
     for (std::size_t i = 0; i < r.cases.size(); ++i)
       if (r.cases[i].fresh_ms > 0)
         fresh += fmt::format("{}{} {:.2f} us (o diff {:.3g})", fresh.empty() ? "" : ", ", r.cases[i].case_id,
                              r.cases[i].fresh_ms * 1e3, r.cases[i].fresh_o_max_abs_diff);
-    if (!fresh.empty()) fmt::print("launch on fresh inputs in the same buffers: {}\n", fresh);
+    if (!fresh.empty()) fmt::print("sign twin (the last sample's inputs, v's signs drawn anew): {}\n", fresh);
     if (std::isfinite(r.score_ms))
       fmt::print("score {:.2f} us (geomean of family medians: {}); floor score {:.2f} us ({}); {:.2f}x the floor\n",
                  r.score_ms * 1e3, family_medians_text(r.family_median_ms, 1e3), floor_score.geomean * 1e6,
@@ -174,11 +174,11 @@ void add_bench_command(CLI::App& app) {
                 "do not fail a case timed below 0.9 x its roofline floor at the GPU's ceilings (below_floor; "
                 "docs/verification.md)");
   cmd->add_flag("--no-fresh-check{false}", o->check_fresh,
-                "do not launch again on each case's inputs with o and lse poisoned, nor on its hidden check inputs "
-                "in the same buffers (inconsistent; docs/verification.md)");
+                "do not launch again on each case's inputs with o and lse poisoned, nor on its sign twin (the last "
+                "timed sample's inputs with v's signs drawn anew; inconsistent; docs/verification.md)");
   cmd->add_flag("--no-sample-check{false}", o->check_samples,
-                "time every sample on the tuning inputs, unchecked, instead of on fresh inputs with o and lse "
-                "poisoned and validated after it (inconsistent; docs/verification.md)");
+                "time every sample on the tuning inputs, unchecked, instead of on inputs of new magnitudes with o "
+                "and lse poisoned before it and checked on rows drawn after it (inconsistent; docs/verification.md)");
   cmd->add_option("--templates", o->templates_dir, "templates folder");
   cmd->add_option("--cache", o->cache_dir, "compile cache folder");
   cmd->add_option("--device", o->device, "CUDA device ordinal")->check(CLI::NonNegativeNumber);

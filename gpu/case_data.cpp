@@ -1,14 +1,11 @@
 #include "gpu/case_data.hpp"
 
-#include <set>
-
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <random>
+#include <set>
 #include <stdexcept>
-
-#include <xxhash.h>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -24,35 +21,6 @@ std::unique_ptr<Module> compile_helper(const Compiler& compiler, const std::stri
   const CompiledVariant v = compiler.compile({source, kernel, {}, {}});
   if (!v.ok) throw std::runtime_error(fmt::format("helper kernel {} ({}) does not compile:\n{}", kernel, source, v.log));
   return std::make_unique<Module>(v.cubin);
-}
-
-std::uint64_t check_seed_for(std::uint64_t check_root, const CaseSpec& spec) {
-  auto mix = [](std::uint64_t x) {  // splitmix64's finalizer
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
-  };
-  const std::string key = case_to_json(spec).dump();
-  std::uint64_t s = mix(check_root ^ XXH3_64bits(key.data(), key.size()));
-  while (s == std::uint64_t(spec.seed)) s = mix(s);
-  return s;
-}
-
-void DeviceCase::mask_inputs(std::uint64_t seed, CUstream stream) const {
-  if (!masker) throw std::logic_error("DeviceCase::mask_inputs: case " + spec.case_id + " has no input masker");
-  const std::size_t n = qkv_elems();
-  masker->mask_async(q.ptr(), seed, unsigned(Tensor::q), n, stream);
-  masker->mask_async(k.ptr(), seed, unsigned(Tensor::k), n, stream);
-  masker->mask_async(v.ptr(), seed, unsigned(Tensor::v), n, stream);
-}
-
-void DeviceCase::flip_inputs(ColumnFlip qk, ColumnFlip v_flip, CUstream stream) const {
-  if (!masker) throw std::logic_error("DeviceCase::flip_inputs: case " + spec.case_id + " has no input masker");
-  const std::size_t n = qkv_elems();
-  masker->flip_async(q.ptr(), qk, n, stream);
-  masker->flip_async(k.ptr(), qk, n, stream);
-  masker->flip_async(v.ptr(), v_flip, n, stream);
 }
 
 std::size_t DeviceCase::qkv_elems() const {
@@ -80,12 +48,6 @@ AttnArgs DeviceCase::args() const {
 CaseBuilder::CaseBuilder(const Context& ctx, const Compiler& compiler, CaseBuilderOptions options)
     : ctx_(ctx), compiler_(compiler), options_(std::move(options)) {
   namespace fs = std::filesystem;
-  if (options_.check_root) {
-    check_root_ = *options_.check_root;
-  } else {
-    std::random_device rd;
-    check_root_ = (std::uint64_t(rd()) << 32) ^ rd();
-  }
   if (options_.templates_dir.empty()) options_.templates_dir = default_templates_dir();
   if (options_.fill_source.empty())
     options_.fill_source = (fs::path(options_.templates_dir) / "fill_normal.cu").string();
@@ -99,8 +61,7 @@ void CaseBuilder::load_fill() {
   if (!fill_module_) {
     fill_module_ = compile_helper(compiler_, options_.fill_source, "fill_normal_bf16");
     fill_fn_ = fill_module_->function("fill_normal_bf16");
-    mask_fn_ = fill_module_->function("mask_check_bf16");
-    flip_fn_ = fill_module_->function("flip_columns_bf16");
+    xor_fn_ = fill_module_->function("xor_inputs_bf16");
   }
 }
 
@@ -109,43 +70,58 @@ void CaseBuilder::load_helpers() {
   if (!reference_module_) {
     reference_module_ = compile_helper(compiler_, options_.reference_source, options_.reference_kernel);
     reference_ = load_attn_kernel(*reference_module_, options_.reference_kernel);
+    rows_fn_ = reference_module_->function("reference_rows_fp32");
   }
 }
 
-void CaseBuilder::launch_elementwise(CUfunction fn, const char* what, CUdeviceptr x, std::uint64_t seed,
-                                     unsigned tensor, std::uint64_t n, unsigned per_thread, CUstream stream) {
-  const std::uint64_t blocks_needed = (n / per_thread + 255) / 256;
-  const unsigned grid = unsigned(std::min<std::uint64_t>(blocks_needed, std::uint64_t(ctx_.info().sm_count) * 16));
-  unsigned long long seed_arg = seed, n_arg = n;
-  unsigned tensor_arg = tensor;
-  void* params[] = {&x, &seed_arg, &tensor_arg, &n_arg};
-  check(cu::api().cuLaunchKernel(fn, grid, 1, 1, 256, 1, 1, 0, stream, params, nullptr), what);
+unsigned CaseBuilder::elementwise_grid(std::uint64_t n) const {
+  const std::uint64_t blocks_needed = (n + 255) / 256;
+  return unsigned(
+      std::max<std::uint64_t>(1, std::min<std::uint64_t>(blocks_needed, std::uint64_t(ctx_.info().sm_count) * 16)));
 }
 
 void CaseBuilder::fill_normal(CUdeviceptr out, std::uint64_t seed, unsigned tensor, std::uint64_t n) {
   load_fill();
   if (n == 0) return;
-  launch_elementwise(fill_fn_, "cuLaunchKernel(fill_normal_bf16)", out, seed, tensor, n, 1, nullptr);
+  unsigned long long seed_arg = seed, n_arg = n;
+  unsigned tensor_arg = tensor;
+  void* params[] = {&out, &seed_arg, &tensor_arg, &n_arg};
+  check(cu::api().cuLaunchKernel(fill_fn_, elementwise_grid(n), 1, 1, 256, 1, 1, 0, nullptr, params, nullptr),
+        "cuLaunchKernel(fill_normal_bf16)");
   ctx_.synchronize();
 }
 
-void CaseBuilder::mask_async(CUdeviceptr x, std::uint64_t seed, unsigned tensor, std::uint64_t n, CUstream stream) {
+void CaseBuilder::xor_inputs_async(const DeviceCase& c, const InputXor& x, CUstream stream) {
   load_fill();
-  if (n % 8 != 0) throw std::invalid_argument("mask_check_bf16 needs a multiple of 8 elements");
-  if (n == 0) return;
-  launch_elementwise(mask_fn_, "cuLaunchKernel(mask_check_bf16)", x, seed, tensor, n, 8, stream);
+  const std::uint64_t n = c.qkv_elems();
+  if (n % 8 != 0) throw std::invalid_argument("xor_inputs_bf16 needs a multiple of 8 elements");
+  if (n == 0 || x == InputXor{}) return;
+  const std::uint64_t n_lse = c.lse_elems();
+  if (x.poison && n_lse % 4 != 0) throw std::invalid_argument("xor_inputs_bf16 poisons lse in groups of 4");
+  CUdeviceptr q = c.q.ptr(), k = c.k.ptr(), v = c.v.ptr(), o = c.o.ptr(), lse = c.lse.ptr();
+  unsigned long long n_arg = n, mag_a = x.mag_a, mag_b = x.mag_b, sign_a = x.sign_a, sign_b = x.sign_b,
+                     n_lse_arg = n_lse;
+  int poison = x.poison ? 1 : 0;
+  void* params[] = {&q, &k, &v, &n_arg, &mag_a, &mag_b, &sign_a, &sign_b, &poison, &o, &lse, &n_lse_arg};
+  const std::uint64_t tensors = (x.mag_a | x.mag_b) ? 3 : 1;  // a sign mask alone touches v only
+  const std::uint64_t items = tensors * n / 8 + (x.poison ? n / 8 + n_lse / 4 : 0);
+  check(cu::api().cuLaunchKernel(xor_fn_, elementwise_grid(items), 1, 1, 256, 1, 1, 0, stream, params, nullptr),
+        "cuLaunchKernel(xor_inputs_bf16)");
 }
 
-void CaseBuilder::flip_async(CUdeviceptr x, ColumnFlip flip, std::uint64_t n, CUstream stream) {
-  load_fill();
-  if (n % 128 != 0) throw std::invalid_argument("flip_columns_bf16 needs rows of 128 elements");
-  if (n == 0 || flip == ColumnFlip{}) return;
-  const std::uint64_t blocks_needed = (n / 8 + 255) / 256;
-  const unsigned grid = unsigned(std::min<std::uint64_t>(blocks_needed, std::uint64_t(ctx_.info().sm_count) * 16));
-  unsigned long long n_arg = n, lo = flip.lo, hi = flip.hi;
-  void* params[] = {&x, &n_arg, &lo, &hi};
-  check(cu::api().cuLaunchKernel(flip_fn_, grid, 1, 1, 256, 1, 1, 0, stream, params, nullptr),
-        "cuLaunchKernel(flip_columns_bf16)");
+void CaseBuilder::reference_rows_async(const DeviceCase& c, std::uint64_t seed, const RowsBuffer& out,
+                                       CUstream stream) {
+  load_helpers();
+  if (out.count <= 0) return;
+  const AttnArgs a = c.args();
+  CUdeviceptr q = a.q, k = a.k, v = a.v, row_ptr = a.row_ptr, col_idx = a.col_idx, seq_lens = a.seq_lens;
+  int batch = a.batch_size, heads = a.num_heads, t_max = a.t_max, col_width = a.col_width;
+  unsigned long long seed_arg = seed;
+  CUdeviceptr rows = out.rows, ref_o = out.ref_o, ref_lse = out.ref_lse;
+  void* params[] = {&q, &k, &v, &row_ptr, &col_idx, &seq_lens, &batch, &heads, &t_max, &col_width, &seed_arg,
+                    &rows, &ref_o, &ref_lse};
+  check(cu::api().cuLaunchKernel(rows_fn_, unsigned(out.count), 1, 1, 128, 1, 1, 0, stream, params, nullptr),
+        "cuLaunchKernel(reference_rows_fp32)");
 }
 
 void CaseBuilder::run_reference(DeviceCase& c) {
@@ -196,20 +172,7 @@ const DeviceCase& CaseBuilder::get(const CaseSpec& spec) {
   fill_normal(c->q.ptr(), seed, unsigned(Tensor::q), n);
   fill_normal(c->k.ptr(), seed, unsigned(Tensor::k), n);
   fill_normal(c->v.ptr(), seed, unsigned(Tensor::v), n);
-  if (options_.check_sets) {
-    // The check set first, then the mask again: the buffers end with the tuning inputs and their reference.
-    c->masker = this;
-    c->check_seed = check_seed_for(check_root_, spec);
-    c->mask_inputs(c->check_seed, nullptr);
-    run_reference(*c);  // synchronizes after the legacy-stream mask
-    c->check_ref_o = c->o.to_vector<bf16_bits>(n);
-    c->check_ref_lse = c->lse.to_vector<float>(c->lse_elems());
-    c->check_ref_o_dev = DeviceBuffer(c->o.bytes());
-    c->check_ref_lse_dev = DeviceBuffer(c->lse.bytes());
-    check(cu::api().cuMemcpyDtoD(c->check_ref_o_dev.ptr(), c->o.ptr(), c->o.bytes()), "cuMemcpyDtoD(check o)");
-    check(cu::api().cuMemcpyDtoD(c->check_ref_lse_dev.ptr(), c->lse.ptr(), c->lse.bytes()), "cuMemcpyDtoD(check lse)");
-    c->mask_inputs(c->check_seed, nullptr);
-  }
+  c->kernels = this;
   run_reference(*c);
   c->ref_o = c->o.to_vector<bf16_bits>(n);
   c->ref_lse = c->lse.to_vector<float>(c->lse_elems());

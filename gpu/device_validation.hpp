@@ -10,6 +10,7 @@
 #include "gpu/case_data.hpp"
 #include "gpu/compiler.hpp"
 #include "gpu/driver.hpp"
+#include "gpu/sample_verdict.hpp"
 #include "workload/validation.hpp"
 
 namespace attn {
@@ -28,26 +29,31 @@ class DeviceValidator {
   /// Validates c.o / c.lse (as a variant left them on `stream`) against c.ref_o_dev / c.ref_lse_dev with
   /// `tol`; synchronizes `stream`. Same result as validate_outputs on the host copies. Throws CudaError.
   ValidationResult validate(const DeviceCase& c, CUstream stream, const Tolerances& tol) const;
-  /// The same against another reference of c's shape on the device (the case's check set:
-  /// c.check_ref_o_dev / c.check_ref_lse_dev).
-  /// `o_flip`: the head_dim columns whose reference o values are negated first (a timed sample's v flips,
-  /// gpu/sample_checks.hpp); none by default.
-  ValidationResult validate_against(const DeviceCase& c, CUdeviceptr ref_o, CUdeviceptr ref_lse, CUstream stream,
-                                    const Tolerances& tol, ColumnFlip o_flip = {}) const;
   /// The counters of one validation: o's three (elements outside, max diff bits, one-finite flag), then lse's.
   static constexpr int kCounters = 6;
-  /// Enqueues the same validation on `stream` without waiting: it adds to the kCounters unsigned at `counters`,
-  /// which the caller zeroed; result_of reads a host copy of them.
-  void enqueue_against(const DeviceCase& c, CUdeviceptr ref_o, CUdeviceptr ref_lse, CUstream stream,
-                       const Tolerances& tol, ColumnFlip o_flip, CUdeviceptr counters) const;
-  /// The verdict of kCounters counters written by enqueue_against.
-  static ValidationResult result_of(const unsigned* counters);
+
+  /// The counters of a timed sample's check (gpu/sample_checks.hpp): kCounters, then the drawn rows outside the
+  /// tolerances, then the elements the scan failed.
+  static constexpr int kSampleCounters = 8;
+  /// Enqueues a timed sample's check on `stream` without waiting (kernels_templates/validate_outputs.cu's
+  /// validate_sample, one launch): `rows` rows of c drawn with `seed` (attn_sample::sampled_row) against their
+  /// fp32 reference computed in the same launch from c's inputs as they are, and the scan of every element of
+  /// c.o / c.lse. Adds to the kSampleCounters unsigned at `counters`, which the caller zeroed;
+  /// sample_verdict_of reads a host copy of them.
+  void enqueue_sample(const DeviceCase& c, std::uint64_t seed, int rows, CUstream stream, const Tolerances& tol,
+                      CUdeviceptr counters) const;
+  /// The same, waited for: its verdict. Throws CudaError.
+  SampleVerdict check_sample(const DeviceCase& c, std::uint64_t seed, int rows, CUstream stream,
+                             const Tolerances& tol) const;
+  /// The verdict of kSampleCounters counters written by enqueue_sample over `rows_checked` drawn rows; the same
+  /// as check_sample on the host (gpu/sample_verdict.hpp) for the same outputs.
+  static SampleVerdict sample_verdict_of(const unsigned* counters, int rows_checked);
 
  private:
   const Context& ctx_;
   std::unique_ptr<Module> module_;
-  CUfunction o_fn_ = nullptr, lse_fn_ = nullptr;
-  DeviceBuffer counters_;  ///< unsigned[kCounters]: o's three counters, then lse's
+  CUfunction o_fn_ = nullptr, lse_fn_ = nullptr, sample_fn_ = nullptr;
+  DeviceBuffer counters_;  ///< unsigned[kSampleCounters]: the counters of a validation waited for
 };
 
 }  // namespace attn

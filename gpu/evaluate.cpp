@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include "gpu/driver_api.hpp"
-#include "gpu/sample_checks.hpp"
 #include "workload/roofline.hpp"
 
 namespace attn {
@@ -36,8 +35,10 @@ std::optional<std::string> below_floor_verdict(const std::string& case_id, doubl
                      case_id, median_ms * 1e3, floor_ms * 1e3, margin, margin * floor_ms * 1e3);
 }
 
-Evaluator::Evaluator(const Context& ctx, const DeviceValidator* validator)
-    : ctx_(ctx), validator_(validator), flusher_(ctx.info()), sample_rng_(std::random_device{}()) {}
+Evaluator::Evaluator(const Context& ctx, const DeviceValidator* validator, SeedDraw draw)
+    : ctx_(ctx), validator_(validator), flusher_(ctx.info()), draw_(std::move(draw)) {
+  if (!draw_) draw_ = [this] { return (std::uint64_t(seeds_()) << 32) ^ std::uint64_t(seeds_()); };
+}
 
 EvalResult Evaluator::evaluate(const std::vector<char>& cubin, const std::string& kernel,
                                const std::vector<const DeviceCase*>& cases, const EvalOptions& options) {
@@ -119,39 +120,40 @@ EvalResult Evaluator::evaluate(const std::vector<char>& cubin, const std::string
       SpreadCriterion criterion(options.timing);
       std::vector<Family> fams;
       std::vector<double> lat;
-      const bool verify = options.validate;  // EvalOptions: the floor and check-set checks need validation
+      const bool verify = options.validate;  // EvalOptions: the floor and the sign twin need validation
       for (std::size_t i = 0; i < cases.size(); ++i) {
         const DeviceCase& c = *cases[i];
         const PreparedLaunch launch(k, c.args());  // tensor maps encoded here, outside the timed region
         stage = "timing case " + c.spec.case_id;
-        std::optional<FreshSamples> fresh;
+        // The case's inputs go back to the tuning inputs when `inputs` ends, also when a check fails or throws.
+        std::optional<SampleInputs> inputs;
+        std::optional<SampleChecks> checks;
+        const bool twin = verify && options.check_fresh && c.kernels;
+        if ((options.check_samples || twin) && c.kernels) {
+          sample_buffers_.reserve(options.timing.max_samples, options.sample_rows);
+          inputs.emplace(c);
+          checks.emplace(c, validator_, options.tolerances, sample_buffers_, options.sample_rows);
+        }
         SampleHooks hooks;
-        if (options.check_samples && c.masker) {
-          const std::size_t slot_bytes =
-              std::size_t(options.timing.max_samples) * DeviceValidator::kCounters * sizeof(unsigned);
-          if (validator_ && sample_slots_.bytes() < slot_bytes) sample_slots_ = DeviceBuffer(slot_bytes);
-          fresh.emplace(c, validator_, options.tolerances, sample_rng_, validator_ ? sample_slots_.ptr() : 0,
-                        options.timing.max_samples);
-          hooks.before = [&](CUstream s) { fresh->before(s); };
-          hooks.after = [&](int sample) { return fresh->after(stream_.get(), sample); };
+        if (options.check_samples && checks) {
+          hooks.before = [&](CUstream s) { inputs->fresh(s, draw_); };  // new inputs, o and lse poisoned
+          hooks.after = [&](int sample) { return checks->after(stream_.get(), sample, draw_()); };
         }
         const TimingResult t = time_cold([&](CUstream s) { launch.enqueue(s); }, stream_, flusher_,
                                          options.timing, criterion, ctx_.info().pci_bus_id, hooks);
-        if (fresh) {
-          fresh->finish(stream_.get());   // the samples' validations, read once
-          fresh->restore(stream_.get());  // the tuning inputs again, for what comes next
-        }
+        if (hooks.after) checks->finish(stream_.get());  // the samples' checks, read once
         CaseResult& cr = r.cases[i];
         cr.timed = true;
         cr.median_ms = t.median_ms;
         cr.spread = t.spread;
         cr.samples = t.samples;
         cr.sm_clock_mhz = t.sm_clock_mhz;
-        if (fresh) {
-          cr.checked_samples = fresh->validated();
-          if (fresh->failure()) {
+        if (hooks.after) {
+          cr.checked_samples = checks->validated();
+          if (checks->failure()) {
+            inputs->restore(stream_.get());
             stream_.synchronize();
-            return finish(FailureKind::inconsistent, *fresh->failure());
+            return finish(FailureKind::inconsistent, *checks->failure());
           }
         }
         fams.push_back(c.spec.family);
@@ -161,45 +163,35 @@ EvalResult Evaluator::evaluate(const std::vector<char>& cubin, const std::string
         if (verify && options.check_floor) {
           cr.floor_ms = c.work.floor_s(options.ceilings) * 1e3;
           if (auto why = below_floor_verdict(c.spec.case_id, t.median_ms, cr.floor_ms, options.floor_margin)) {
+            if (inputs) inputs->restore(stream_.get());
             stream_.synchronize();
             return finish(FailureKind::below_floor,
                           fmt::format("{} ({:.0f} TFLOP/s, {:.2f} TB/s)", *why, options.ceilings.flops_per_s / 1e12,
                                       options.ceilings.bytes_per_s / 1e12));
           }
         }
-        // Fresh values in the same buffers, o/lse left as the last sample wrote them: a kernel that returns a
-        // result it computed before, skips work when its outputs look done, or keys anything on its buffers
-        // shows it here (docs/verification.md).
-        if (verify && options.check_fresh && c.has_check_set()) {
-          stage = "checking case " + c.spec.case_id + " on fresh inputs";
+        // The sign twin: the last sample's inputs with v's signs drawn anew, o/lse left as that sample wrote them.
+        // A kernel that returns a result it computed before (keyed on |x|, q_c k_c, q and k, the scores, or on
+        // outputs that look done) shows it on the drawn rows (docs/verification.md).
+        if (twin) {
+          stage = "checking case " + c.spec.case_id + " on its sign twin";
+          inputs->twin(stream_.get(), draw_);
+          flusher_.flush(stream_.get());
           EventPair events;
-          ValidationResult v;
-          c.mask_inputs(c.check_seed, stream_.get());
-          try {
-            flusher_.flush(stream_.get());
-            events.record_start(stream_.get());
-            launch.enqueue(stream_.get());
-            events.record_stop(stream_.get());
-            cr.fresh_ms = events.elapsed_ms();
-            v = validate_case(c, validator_, stream_.get(), options.tolerances, CaseReference::check);
-            c.mask_inputs(c.check_seed, stream_.get());  // the tuning inputs again, for what comes next
-          } catch (const CudaError&) {
-            try {
-              c.mask_inputs(c.check_seed, stream_.get());
-            } catch (const CudaError&) {  // a dead context: the worker exits anyway
-            }
-            throw;
-          }
+          events.record_start(stream_.get());
+          launch.enqueue(stream_.get());
+          events.record_stop(stream_.get());
+          cr.fresh_ms = events.elapsed_ms();
+          const SampleVerdict v = checks->check_now(stream_.get(), draw_());
           cr.fresh_o_max_abs_diff = v.o_max_abs_diff;
           cr.fresh_lse_max_abs_diff = v.lse_max_abs_diff;
           if (!v.passed) {
+            inputs->restore(stream_.get());
             stream_.synchronize();
-            return finish(FailureKind::inconsistent,
-                          fmt::format("case {}: a timed launch on fresh inputs in the same buffers is wrong ({}): "
-                                      "the result depends on something other than the inputs",
-                                      c.spec.case_id, wrong(v)));
+            return finish(FailureKind::inconsistent, twin_failure_message(c.spec.case_id, v));
           }
         }
+        if (inputs) inputs->restore(stream_.get());  // the tuning inputs again, for what comes next
       }
       if (!lat.empty()) {
         try {

@@ -1,9 +1,10 @@
 // Evaluating a variant (a cubin) on a suite of built cases: validate every case against the reference
 // with the harness's tolerances, then time every case cold; classify failures (FailureKind). The checks that
 // a kernel doing less than the work cannot pass (docs/verification.md): a second validated launch on the same
-// inputs with the outputs poisoned again; every timed sample on fresh inputs, poisoned before and validated
-// after (gpu/sample_checks.hpp); the median against the roofline floor (below_floor); one launch on the case's
-// hidden check inputs with the outputs as the last sample left them (inconsistent).
+// inputs with the outputs poisoned again; every timed sample on inputs of new magnitudes, poisoned before and
+// checked after on rows drawn after it (gpu/sample_inputs.hpp, gpu/sample_checks.hpp); the median against the
+// roofline floor (below_floor); the sign twin, one launch on the last sample's inputs with v's signs drawn anew
+// and the outputs as that sample left them, checked the same way (inconsistent).
 #pragma once
 #include <limits>
 #include <map>
@@ -17,6 +18,8 @@
 #include "gpu/device_validation.hpp"
 #include "gpu/driver.hpp"
 #include "gpu/failure.hpp"
+#include "gpu/sample_checks.hpp"
+#include "gpu/sample_inputs.hpp"
 #include "gpu/timing.hpp"
 #include "workload/roofline.hpp"
 #include "workload/validation.hpp"
@@ -61,18 +64,22 @@ struct EvalOptions {
   Ceilings ceilings;  ///< of the GPU: floor_check_ceilings(name) in the worker; default H100 SXM
   /// check_fresh (with validate): the launches that show reuse of earlier work. Right after a case's
   /// validated launch, o/lse are poisoned again and the variant launched again on the same inputs, validated
-  /// (a kernel that recognises inputs it has seen and skips work leaves poison); after a case is timed, its
-  /// q/k/v become its check set in place (DeviceCase::mask_inputs), o/lse are left as the last sample wrote
-  /// them, and one launch is validated against the check reference (a kernel that returns what it computed
-  /// before, or keys on anything but the inputs' values). A wrong result fails inconsistent. The launch on the
-  /// check set is timed (fresh_ms) but not judged by time: every timed sample is already on fresh inputs.
-  /// Cases without a check set (built by hand) skip the second.
+  /// (a kernel that recognises inputs it has seen and skips work leaves poison); after a case is timed (and its
+  /// floor checked), the sign twin: the last timed sample's inputs with v's signs drawn anew per element
+  /// (gpu/sample_inputs.hpp), o/lse left as that sample wrote them, one launch checked on rows drawn after it (a
+  /// kernel keyed on what those flips keep returns a remembered o, one that skips when its outputs look done
+  /// leaves them). A wrong result fails inconsistent. The twin is timed (fresh_ms)
+  /// but not judged by time. Cases without helper kernels (built by hand) skip the twin.
   bool check_fresh = true;
-  /// check_samples (with time, also without validate: the A/B/A re-timing): every timed sample on fresh
-  /// inputs with o/lse poisoned before it and validated after it (gpu/sample_checks.hpp); a wrong sample
+  /// check_samples (with time, also without validate: the A/B/A re-timing): every timed sample on inputs of
+  /// new magnitudes with o/lse poisoned before it and checked after it (gpu/sample_checks.hpp); a wrong sample
   /// fails inconsistent and ends the timing. Off only for builds that drop work on purpose (`bench
-  /// --no-validate`). Cases without a masker (built by hand) time unchecked.
+  /// --no-validate`). Cases without helper kernels (built by hand) time unchecked.
   bool check_samples = true;
+  /// The rows a sample check (and the twin's) draws and compares with their fp32 reference: a kernel wrong on a
+  /// share f of the valid rows passes one check with probability (1 - f)^sample_rows. 0: only the scan of every
+  /// element (for the tests that show what the rows catch).
+  int sample_rows = 128;
 };
 
 /// The below_floor verdict of a case timed at `median_ms` whose roofline floor is `floor_ms`: the
@@ -103,8 +110,9 @@ struct EvalResult {
 class Evaluator {
  public:
   /// `validator`: validate on the device (gpu/device_validation.hpp); nullptr: copy o/lse back and
-  /// validate on the host (workload/validation.hpp). Same verdicts either way.
-  explicit Evaluator(const Context& ctx, const DeviceValidator* validator = nullptr);
+  /// validate on the host (workload/validation.hpp). Same verdicts either way. `draw`: the seeds of the samples'
+  /// masks and drawn rows; empty (the worker): std::random_device, 64 bits a draw. Tests pass a fixed sequence.
+  explicit Evaluator(const Context& ctx, const DeviceValidator* validator = nullptr, SeedDraw draw = {});
 
   /// Loads `cubin`, resolves `kernel` (ABI.md), then: per case poison o/lse with 0xFF (NaN), launch, and
   /// validate against the case's reference on the device or the host, then the repeat launch (check_fresh)
@@ -122,8 +130,9 @@ class Evaluator {
   const DeviceValidator* validator_;
   Stream stream_;
   L2Flusher flusher_;
-  std::mt19937_64 sample_rng_;  ///< the fresh samples' column flips: seeded from std::random_device, never logged
-  DeviceBuffer sample_slots_;   ///< the timed samples' validation counters (FreshSamples), grown to max_samples
+  std::random_device seeds_;     ///< the samples' masks and drawn rows: from the OS, never logged or sent
+  SeedDraw draw_;               ///< a 64-bit draw of seeds_
+  SampleBuffers sample_buffers_;  ///< the sample checks' counters and drawn rows, grown on demand
 };
 
 /// FailureKind of a CudaError raised while loading or running a variant: sticky -> fault, resource limit

@@ -20,9 +20,9 @@ namespace attn {
 /// proposal: a proposer's template was refused before any GPU time (the proposer hung, crashed or wrote
 /// outside its directory; its files are missing, its space JSON does not load, or its kernel ABI is wrong;
 /// docs/proposer.md). A proposal that does not compile is `compile`.
-/// inconsistent: every case passed validation, but a timed launch on fresh inputs in the same buffers gave a
-/// wrong result, or took far longer than the timed samples: the result or the speed depends on something other
-/// than the inputs (a memoized result, a skipped launch; docs/verification.md).
+/// inconsistent: every case passed validation, but a launch that reuse of earlier work would get wrong was
+/// wrong: the second launch on the same inputs, a timed sample on inputs of new magnitudes, the sign twin (a
+/// memoized result, skipped work; docs/verification.md).
 /// below_floor: a case timed faster than its roofline floor allows (workload/roofline.hpp): impossible for a
 /// kernel that does the work.
 /// Appended kinds go at the end: the DB stores the names and an iterations CHECK lists them (db/schema.cpp).

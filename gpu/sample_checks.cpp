@@ -1,7 +1,5 @@
 #include "gpu/sample_checks.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 
 #include "gpu/driver_api.hpp"
@@ -9,19 +7,11 @@
 namespace attn {
 
 ValidationResult validate_case(const DeviceCase& c, const DeviceValidator* validator, CUstream stream,
-                               const Tolerances& tol, CaseReference which, ColumnFlip o_flip) {
-  const bool check = which == CaseReference::check;
-  if (validator)
-    return validator->validate_against(c, check ? c.check_ref_o_dev.ptr() : c.ref_o_dev.ptr(),
-                                       check ? c.check_ref_lse_dev.ptr() : c.ref_lse_dev.ptr(), stream, tol, o_flip);
+                               const Tolerances& tol) {
+  if (validator) return validator->validate(c, stream, tol);
   ::attn::check(cu::api().cuStreamSynchronize(stream), "cuStreamSynchronize(validation)");
-  auto o = c.o.to_vector<bf16_bits>(c.qkv_elems());
-  const auto lse = c.lse.to_vector<float>(c.lse_elems());
-  // Negating the candidate's flipped columns instead of the reference's: |a - (-b)| = |-a - b|, same verdict.
-  if (!(o_flip == ColumnFlip{}))
-    for (std::size_t i = 0; i < o.size(); ++i)
-      if (o_flip.flips(unsigned(i % kHeadDim))) o[i] ^= 0x8000;
-  return validate_outputs(o, lse, check ? c.check_ref_o : c.ref_o, check ? c.check_ref_lse : c.ref_lse, tol);
+  return validate_outputs(c.o.to_vector<bf16_bits>(c.qkv_elems()), c.lse.to_vector<float>(c.lse_elems()), c.ref_o,
+                          c.ref_lse, tol);
 }
 
 void poison_outputs(const DeviceCase& c, CUstream stream) {
@@ -29,64 +19,84 @@ void poison_outputs(const DeviceCase& c, CUstream stream) {
   check(cu::api().cuMemsetD8Async(c.lse.ptr(), 0xFF, c.lse.bytes(), stream), "cuMemsetD8Async(lse)");
 }
 
-FreshSamples::FreshSamples(const DeviceCase& c, const DeviceValidator* validator, const Tolerances& tol,
-                           std::mt19937_64& rng, CUdeviceptr slots, int max_samples)
-    : c_(c), validator_(slots ? validator : nullptr), tol_(tol), rng_(rng), slots_(slots), max_samples_(max_samples) {}
-
-FreshSamples::~FreshSamples() {
-  try {
-    if (last_stream_) restore(last_stream_);
-  } catch (const CudaError&) {  // a dead context: the worker exits anyway
+void SampleBuffers::reserve(int slots, int rows) {
+  if (slots > slots_) {
+    counters_ = DeviceBuffer(std::size_t(slots) * DeviceValidator::kSampleCounters * sizeof(unsigned));
+    slots_ = slots;
+  }
+  if (rows > rows_count_) {
+    rows_ = DeviceBuffer(std::size_t(rows) * sizeof(std::int32_t));
+    ref_o_ = DeviceBuffer(std::size_t(rows) * 128 * sizeof(bf16_bits));
+    ref_lse_ = DeviceBuffer(std::size_t(rows) * sizeof(float));
+    rows_count_ = rows;
   }
 }
 
-void FreshSamples::before(CUstream s) {
-  last_stream_ = s;
-  ColumnFlip qk = qk_, v{rng_(), rng_()};
-  while (qk == ColumnFlip{}) qk = {rng_(), rng_()};            // once per case: q and k unlike the tuning inputs
-  while (v == v_ || v == ColumnFlip{}) v = {rng_(), rng_()};  // every sample: v unlike the sample before
-  c_.flip_inputs(qk_ ^ qk, v_ ^ v, s);
-  qk_ = qk;
-  v_ = v;
-  poison_outputs(c_, s);
+CUdeviceptr SampleBuffers::slot(int i) const {
+  return counters_.ptr() + CUdeviceptr(i) * DeviceValidator::kSampleCounters * sizeof(unsigned);
 }
 
-void FreshSamples::record(int sample, const ValidationResult& r) {
+RowsBuffer SampleBuffers::rows(int count) const {
+  if (count <= 0) return {};
+  return {rows_.ptr(), ref_o_.ptr(), ref_lse_.ptr(), std::min(count, rows_count_)};
+}
+
+SampleChecks::SampleChecks(const DeviceCase& c, const DeviceValidator* validator, const Tolerances& tol,
+                           SampleBuffers& buffers, int rows)
+    : c_(c), validator_(validator), tol_(tol), buffers_(buffers), rows_(std::max(rows, 0)) {
+  if (!c.kernels) throw std::logic_error("SampleChecks: case " + c.spec.case_id + " has no helper kernels");
+}
+
+void SampleChecks::record(int sample, const SampleVerdict& v) {
   ++validated_;
-  o_diff_ = std::max(o_diff_, r.o_max_abs_diff);
-  lse_diff_ = std::max(lse_diff_, r.lse_max_abs_diff);
-  if (r.passed || failure_) return;
-  failure_ = fmt::format(
-      "case {}: timed sample {}, on fresh inputs with o and lse poisoned before it, is wrong (o diff {:.3g}, lse "
-      "diff {:.3g}): the kernel skipped or reused work of an earlier launch",
-      c_.spec.case_id, sample + 1, r.o_max_abs_diff, r.lse_max_abs_diff);
+  o_diff_ = std::max(o_diff_, v.o_max_abs_diff);
+  lse_diff_ = std::max(lse_diff_, v.lse_max_abs_diff);
+  if (!v.passed && !failure_) failure_ = sample_failure_message(c_.spec.case_id, sample + 1, v);
 }
 
-bool FreshSamples::after(CUstream s, int sample) {
-  if (validator_ && pending_ < max_samples_) {
-    const CUdeviceptr slot = slots_ + CUdeviceptr(pending_) * DeviceValidator::kCounters * sizeof(unsigned);
-    check(cu::api().cuMemsetD32Async(slot, 0, DeviceValidator::kCounters, s), "cuMemsetD32Async(sample counters)");
-    validator_->enqueue_against(c_, c_.ref_o_dev.ptr(), c_.ref_lse_dev.ptr(), s, tol_, v_, slot);
-    ++pending_;
+bool SampleChecks::after(CUstream s, int sample, std::uint64_t row_seed) {
+  if (validator_ && int(pending_.size()) < buffers_.slots()) {
+    if (!slots_zeroed_) {  // one memset for the case's checks, not one per sample
+      check(cu::api().cuMemsetD32Async(buffers_.slot(0), 0, std::size_t(buffers_.slots()) * DeviceValidator::kSampleCounters, s),
+            "cuMemsetD32Async(sample counters)");
+      slots_zeroed_ = true;
+    }
+    validator_->enqueue_sample(c_, row_seed, rows_, s, tol_, buffers_.slot(int(pending_.size())));
+    pending_.push_back(sample);
     return true;
   }
-  record(sample, validate_case(c_, validator_, s, tol_, CaseReference::tuning, v_));
+  record(sample, check_now(s, row_seed));
   return !failure_;
 }
 
-void FreshSamples::finish(CUstream s) {
-  if (pending_ == 0) return;
-  check(cu::api().cuStreamSynchronize(s), "cuStreamSynchronize(sample validations)");
-  std::vector<unsigned> h(std::size_t(pending_) * DeviceValidator::kCounters);
-  check(cu::api().cuMemcpyDtoH(h.data(), slots_, h.size() * sizeof(unsigned)), "cuMemcpyDtoH(sample counters)");
-  for (int i = 0; i < pending_; ++i) record(i, DeviceValidator::result_of(&h[std::size_t(i) * DeviceValidator::kCounters]));
-  pending_ = 0;
+void SampleChecks::finish(CUstream s) {
+  if (pending_.empty()) return;
+  check(cu::api().cuStreamSynchronize(s), "cuStreamSynchronize(sample checks)");
+  std::vector<unsigned> h(pending_.size() * DeviceValidator::kSampleCounters);
+  check(cu::api().cuMemcpyDtoH(h.data(), buffers_.slot(0), h.size() * sizeof(unsigned)), "cuMemcpyDtoH(sample counters)");
+  for (std::size_t i = 0; i < pending_.size(); ++i)
+    record(pending_[i], DeviceValidator::sample_verdict_of(&h[i * DeviceValidator::kSampleCounters], rows_));
+  pending_.clear();
+  slots_zeroed_ = false;
 }
 
-void FreshSamples::restore(CUstream s) {
-  if (!(qk_ == ColumnFlip{}) || !(v_ == ColumnFlip{})) c_.flip_inputs(qk_, v_, s);
-  qk_ = v_ = ColumnFlip{};
-  last_stream_ = nullptr;
+SampleVerdict SampleChecks::check_now(CUstream s, std::uint64_t row_seed) {
+  if (validator_) return validator_->check_sample(c_, row_seed, rows_, s, tol_);
+  // The host path: the drawn rows' reference on the device (the same rows, the same bits), compared here.
+  const RowsBuffer rows = buffers_.rows(rows_);
+  c_.kernels->reference_rows_async(c_, row_seed, rows, s);
+  check(cu::api().cuStreamSynchronize(s), "cuStreamSynchronize(sample check)");
+  const auto o = c_.o.to_vector<bf16_bits>(c_.qkv_elems());
+  const auto lse = c_.lse.to_vector<float>(c_.lse_elems());
+  std::vector<std::int32_t> drawn(std::size_t(rows.count));
+  std::vector<bf16_bits> ref_o(std::size_t(rows.count) * 128);
+  std::vector<float> ref_lse(std::size_t(rows.count));
+  if (rows.count > 0) {
+    check(cu::api().cuMemcpyDtoH(drawn.data(), rows.rows, drawn.size() * sizeof(std::int32_t)), "cuMemcpyDtoH(rows)");
+    check(cu::api().cuMemcpyDtoH(ref_o.data(), rows.ref_o, ref_o.size() * sizeof(bf16_bits)), "cuMemcpyDtoH(rows o)");
+    check(cu::api().cuMemcpyDtoH(ref_lse.data(), rows.ref_lse, ref_lse.size() * sizeof(float)), "cuMemcpyDtoH(rows lse)");
+  }
+  return check_sample({o, lse, c_.layout.seq_lens, c_.spec.num_heads, c_.spec.t_max, drawn, ref_o, ref_lse}, tol_);
 }
 
 }  // namespace attn

@@ -2,12 +2,9 @@
 // case's q/k/v are the same tensors whether made on the host or here. See kernels_templates/ABI.md.
 #include <cuda_bf16.h>
 
-__device__ __forceinline__ unsigned long long splitmix64(unsigned long long x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
+#include "sample_rules.h"
+
+using attn_sample::splitmix64;
 
 extern "C" __global__ void fill_normal_bf16(__nv_bfloat16* out, unsigned long long seed, unsigned tensor,
                                             unsigned long long n) {
@@ -21,62 +18,51 @@ extern "C" __global__ void fill_normal_bf16(__nv_bfloat16* out, unsigned long lo
   }
 }
 
-// The check set of a case (gpu/case_data.hpp, docs/verification.md): every element of a bf16 tensor XORed with
-// a keyed mask, a random sign bit and a random non-zero value in the low 4 mantissa bits, so that every element
-// changes (its sign half of the time, its magnitude by up to 15/128 always), keeps its binade (no inf or NaN
-// appears) and the tensor stays N(0,1) (mean 0, second moment 1: uniform bits over the whole 7-bit mantissa
-// would raise it to 1.26). XOR is its own inverse: a second call with the same seed puts the tensor back bit
-// for bit. One splitmix64 per 8 elements (8 bits each); launch with 256 threads, any grid (grid-stride loop
-// over 16-byte groups; n % 8 elements at the end are left as they are).
-extern "C" __global__ void mask_check_bf16(unsigned short* x, unsigned long long seed, unsigned tensor,
-                                           unsigned long long n) {
-  const unsigned long long stream = splitmix64(seed ^ ((unsigned long long)tensor << 60) ^ 0xC3A5C85C97CB3127ull);
-  uint4* v = reinterpret_cast<uint4*>(x);
-  for (unsigned long long g = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; g < n / 8;
-       g += (unsigned long long)gridDim.x * blockDim.x) {
-    const unsigned long long h = splitmix64(stream + g * 0xD1B54A32D192ED03ull);
-    unsigned m[4];
-#pragma unroll
-    for (int p = 0; p < 4; ++p) {
-      unsigned pair = 0;
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const unsigned b = unsigned(h >> (16 * p + 8 * e)) & 0xFFu;
-        const unsigned mant = (b & 0x0Fu) ? (b & 0x0Fu) : 1u;  // never 0: every element changes
-        pair |= (((b & 0x80u) << 8) | mant) << (16 * e);       // sign bit 15, mantissa bits 0..3
-      }
-      m[p] = pair;
+// A timed sample's inputs (kernels_templates/sample_rules.h, gpu/sample_inputs.hpp, docs/verification.md): XORs
+// q, k and v, each [n] bf16, in place with the masks that take them from one state to another: the magnitude
+// masks of seeds mag_a and mag_b (0: none; equal seeds cancel, the caller passes 0 for both) and v's sign masks
+// of seeds sign_a and sign_b; with `poison`, in the same pass, fills o [n] bf16 and lse [n_lse] fp32 with 0xFF
+// bytes (NaN: what a launch does not write fails its check). One grid-stride pass over 16-byte groups: q and k
+// only when a magnitude mask is given, v, then o and lse; n % 8 == 0, n_lse % 4 == 0; launch with 256 threads,
+// any grid.
+extern "C" __global__ void xor_inputs_bf16(unsigned short* q, unsigned short* k, unsigned short* v,
+                                           unsigned long long n, unsigned long long mag_a, unsigned long long mag_b,
+                                           unsigned long long sign_a, unsigned long long sign_b, int poison,
+                                           unsigned short* o, float* lse, unsigned long long n_lse) {
+  const unsigned long long groups = n / 8;
+  const unsigned first = (mag_a | mag_b) ? 0u : 2u;  // a sign mask alone touches v only
+  const unsigned long long masked = (3 - first) * groups;
+  const unsigned long long total = masked + (poison ? groups + n_lse / 4 : 0);
+  // The streams of the (tensor, seed) pairs, once per thread (selected below without local memory).
+  const unsigned long long qa = attn_sample::magnitude_stream(mag_a, 0), qb = attn_sample::magnitude_stream(mag_b, 0);
+  const unsigned long long ka = attn_sample::magnitude_stream(mag_a, 1), kb = attn_sample::magnitude_stream(mag_b, 1);
+  const unsigned long long va = attn_sample::magnitude_stream(mag_a, 2), vb = attn_sample::magnitude_stream(mag_b, 2);
+  const unsigned long long sa = attn_sample::sign_stream(sign_a), sb = attn_sample::sign_stream(sign_b);
+  const uint4 nan16 = make_uint4(0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu);
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < total;
+       i += (unsigned long long)gridDim.x * blockDim.x) {
+    if (i >= masked) {  // the poison: o's groups, then lse's
+      const unsigned long long j = i - masked;
+      if (j < groups) reinterpret_cast<uint4*>(o)[j] = nan16;
+      else reinterpret_cast<uint4*>(lse)[j - groups] = nan16;
+      continue;
     }
-    uint4 w = v[g];
+    const unsigned t = first + unsigned(i / groups);
+    const unsigned long long g = i - (t - first) * groups;
+    unsigned m[4] = {0u, 0u, 0u, 0u};
+    if (mag_a) attn_sample::add_magnitude(t == 0 ? qa : t == 1 ? ka : va, g, m);
+    if (mag_b) attn_sample::add_magnitude(t == 0 ? qb : t == 1 ? kb : vb, g, m);
+    if (t == 2) {
+      if (sign_a) attn_sample::add_signs(sa, g, m);
+      if (sign_b) attn_sample::add_signs(sb, g, m);
+    }
+    if ((m[0] | m[1] | m[2] | m[3]) == 0u) continue;
+    uint4* x = reinterpret_cast<uint4*>(t == 0 ? q : t == 1 ? k : v) + g;
+    uint4 w = *x;
     w.x ^= m[0];
     w.y ^= m[1];
     w.z ^= m[2];
     w.w ^= m[3];
-    v[g] = w;
-  }
-}
-
-// Fresh inputs for every timed sample (gpu/fresh_samples.hpp, docs/verification.md): the sign bit of every
-// element whose head_dim column c (its index mod 128) has bit c set in the 128-bit mask (lo: columns 0-63,
-// hi: 64-127) is flipped. Applied with one mask to q and k, the scores q.k^T are bit-identical (each product
-// q_c k_c keeps its value); applied to v, o's column c changes sign exactly and lse does not change: the
-// reference of the flipped inputs is the tuning reference with o's flipped columns negated. XOR is its own
-// inverse. n % 8 == 0; launch with 256 threads, any grid (grid-stride loop over 16-byte groups of 8 columns).
-extern "C" __global__ void flip_columns_bf16(unsigned short* x, unsigned long long n, unsigned long long lo,
-                                             unsigned long long hi) {
-  uint4* v = reinterpret_cast<uint4*>(x);
-  for (unsigned long long g = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; g < n / 8;
-       g += (unsigned long long)gridDim.x * blockDim.x) {
-    const unsigned c0 = unsigned(g % 16) * 8;  // the group's first column (128 columns = 16 groups)
-    const unsigned bits = unsigned(((c0 < 64 ? lo : hi) >> (c0 % 64)) & 0xFFu);
-    unsigned m[4];
-#pragma unroll
-    for (int p = 0; p < 4; ++p) m[p] = (((bits >> (2 * p)) & 1u) << 15) | (((bits >> (2 * p + 1)) & 1u) << 31);
-    uint4 w = v[g];
-    w.x ^= m[0];
-    w.y ^= m[1];
-    w.z ^= m[2];
-    w.w ^= m[3];
-    v[g] = w;
+    *x = w;
   }
 }

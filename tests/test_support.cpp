@@ -46,6 +46,17 @@ std::string read_text(const std::string& path) {
   return ss.str();
 }
 
+CaseSpec batched_case(const std::string& case_id, std::int64_t seed) {
+  CaseSpec c = builtin_suite("smoke").back();
+  c.case_id = case_id;
+  c.batch_size = 2;
+  c.num_heads = 3;
+  c.t_max = 768;
+  c.seq_len_min_ratio = 0.3;
+  c.seed = seed;
+  return c;
+}
+
 void write_text(const std::string& path, const std::string& text) {
   const std::filesystem::path p(path);
   if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());

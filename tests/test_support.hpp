@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "db/store.hpp"
+#include "workload/case_spec.hpp"
 
 namespace attn::test {
 
@@ -20,6 +21,10 @@ std::string temp_dir(const std::string& prefix);
 std::string read_text(const std::string& path);
 /// Replaces the file with `text`, creating its folders.
 void write_text(const std::string& path, const std::string& text);
+
+/// A smoke retrieval case made harder for the GPU tests: two sequences of unequal lengths (batch 2, seq_len
+/// ratio 0.3, so rows past seq_len exist), 3 heads, t_max 768, case seed `seed`, id `case_id`.
+CaseSpec batched_case(const std::string& case_id, std::int64_t seed);
 
 /// Begins a run (status running) in `db` of `suite`, strategy random, tuning `template_name`, with an empty suite
 /// manifest; returns its id. For tests that need a run to hang rows on.

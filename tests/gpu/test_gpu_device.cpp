@@ -94,14 +94,7 @@ TEST_F(Gpu, CaseInputsAreTheHostTensors) {
 
 TEST_F(Gpu, ReferenceKernelMatchesCpuReference) {
   std::vector<CaseSpec> specs = builtin_suite("smoke");
-  CaseSpec batched = specs.back();  // two sequences of different lengths, more heads
-  batched.case_id = "batched-retrieval";
-  batched.batch_size = 2;
-  batched.num_heads = 3;
-  batched.t_max = 768;
-  batched.seq_len_min_ratio = 0.3;
-  batched.seed = 4711;
-  specs.push_back(batched);
+  specs.push_back(test::batched_case("batched-retrieval", 4711));  // two sequences of different lengths, more heads
   for (const CaseSpec& spec : specs) {
     const DeviceCase& c = builder_->get(spec);
     // The CPU reference on the very bytes the GPU used.

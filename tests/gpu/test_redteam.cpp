@@ -1,18 +1,24 @@
-// Issue 30: kernels that cheat must lose (docs/verification.md). The red-team templates of
+// Issues 30, 37 and 50: kernels that cheat must lose (docs/verification.md). The red-team templates of
 // tests/data/redteam each cheat the evaluation in one way; here each ends with its failure kind and a
 // message naming the case, each check alone catches what it should, without the checks the memoizers pass
 // (the red team is real), the honest templates pass with the checks on, and a daemon run over honest and
-// red-team templates never crowns a cheat.
-// Without a GPU: the floor verdict, the fresh-launch limit, the ceilings by GPU name, the new failure kinds'
-// names, the protocol fields, and NVRTC on every red-team template (past_end does not compile).
+// red-team templates never crowns a cheat. The timed samples' inputs, drawn rows and the device side of their
+// check are checked against the host formulas here too (the host side: test_sample_rules.cpp).
+// Without a GPU: the floor verdict, the ceilings by GPU name, the new failure kinds' names, the protocol
+// fields, and NVRTC on every red-team template and check kernel (past_end does not compile).
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <memory>
 #include <filesystem>
 #include <map>
 #include <random>
 #include <set>
+#include <stdexcept>
 
 #include "core/templates_dir.hpp"
 #include "db/store.hpp"
@@ -20,11 +26,16 @@
 #include "gpu/compiler.hpp"
 #include "gpu/device_validation.hpp"
 #include "gpu/driver.hpp"
+#include "gpu/driver_api.hpp"
 #include "gpu/evaluate.hpp"
 #include "gpu/failure.hpp"
+#include "gpu/sample_checks.hpp"
+#include "gpu/sample_inputs.hpp"
 #include "gpu/worker_client.hpp"
 #include "gpu/worker_protocol.hpp"
 #include "tests/test_support.hpp"
+#include "kernels_templates/sample_rules.h"
+#include "tuner/proposal_template.hpp"
 #include "tuner/space.hpp"
 #include "workload/roofline.hpp"
 
@@ -36,6 +47,18 @@ namespace fs = std::filesystem;
 std::string redteam_dir() { return test::data_dir() + "/redteam"; }
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+/// `count` values of type T at device address `p`.
+template <class T>
+std::vector<T> download(CUdeviceptr p, std::size_t count) {
+  std::vector<T> v(count);
+  check(cu::api().cuMemcpyDtoH(v.data(), p, count * sizeof(T)), "cuMemcpyDtoH(test)");
+  return v;
+}
+template <class T>
+void upload(CUdeviceptr p, const std::vector<T>& v) {
+  check(cu::api().cuMemcpyHtoD(p, v.data(), v.size() * sizeof(T)), "cuMemcpyHtoD(test)");
+}
 
 // ---------------------------------------------------------------------------------------------------------
 // Without a GPU.
@@ -54,14 +77,6 @@ TEST(Verification, BelowFloorVerdictNamesTheCaseTheTimeAndTheFloor) {
   EXPECT_TRUE(below_floor_verdict("c", 0.0159, 0.01615, 1.0));   // no margin
   EXPECT_FALSE(below_floor_verdict("c", 0.001, 0.0, 0.9));       // unknown floor: never
   EXPECT_FALSE(below_floor_verdict("c", 0.001, -1.0, 0.9));
-}
-
-TEST(Verification, ColumnFlipsComposeByXorAndNameTheirColumns) {
-  const ColumnFlip a{0b1011, 1ull << 63}, b{0b0110, 0};
-  EXPECT_TRUE(a.flips(0) && a.flips(1) && !a.flips(2) && a.flips(3) && a.flips(127) && !a.flips(64));
-  EXPECT_EQ(a ^ b, (ColumnFlip{0b1101, 1ull << 63}));
-  EXPECT_EQ((a ^ b) ^ b, a);  // applying a ^ b to inputs flipped by a leaves them flipped by b, and back
-  EXPECT_EQ(a ^ a, ColumnFlip{});
 }
 
 TEST(Verification, FloorCeilingsFitTheGpu) {
@@ -149,18 +164,21 @@ CompiledVariant compile_template(const Compiler& compiler, const std::string& di
   return compiler.compile({space.source_path(), space.kernel(), cfg, {}});
 }
 
-TEST(RedTeamTemplates, TheCheckKernelsCompileWithTheirNewParameters) {
-  // The timed samples' helpers (NVRTC needs no GPU): the column flip beside the check mask, and the output
-  // validator with its flip mask.
+TEST(RedTeamTemplates, TheCheckKernelsCompile) {
+  // The timed samples' helpers (NVRTC needs no GPU), each with kernels_templates/sample_rules.h: the masks of a
+  // sample's inputs, the drawn rows' reference beside the case reference, the sample check beside the
+  // validation.
   CompilerOptions o;
   o.cache_dir = test::temp_dir("redteam-helpers");
   const Compiler compiler(o);
-  const CompiledVariant fill =
-      compiler.compile({default_templates_dir() + "/fill_normal.cu", "flip_columns_bf16", {}, {}});
-  ASSERT_TRUE(fill.ok) << fill.log;
-  const CompiledVariant val =
-      compiler.compile({default_templates_dir() + "/validate_outputs.cu", "validate_o_bf16", {}, {}});
-  ASSERT_TRUE(val.ok) << val.log;
+  for (const auto& [source, kernel] : std::vector<std::pair<std::string, std::string>>{
+           {"fill_normal.cu", "xor_inputs_bf16"},
+           {"reference_fp32.cu", "reference_rows_fp32"},
+           {"validate_outputs.cu", "validate_sample"}}) {
+    const CompiledVariant v = compiler.compile({default_templates_dir() + "/" + source, kernel, {}, {}});
+    ASSERT_TRUE(v.ok) << source << ":\n" << v.log;
+    EXPECT_EQ(v.resources.spill_stores, 0) << source;
+  }
 }
 
 TEST(RedTeamTemplates, EveryCheatCompilesButTheDeviceLaunch) {
@@ -170,18 +188,80 @@ TEST(RedTeamTemplates, EveryCheatCompilesButTheDeviceLaunch) {
   o.cache_dir = test::temp_dir("redteam-compile");
   const Compiler compiler(o);
   for (const char* name : {"honest", "memo_o", "memo_inputs", "skip_finite", "sampled_rows", "seed_specific",
-                           "memo_content", "partial_content", "partial_count"}) {
+                           "memo_content", "partial_content", "partial_count", "abs_memo", "partial_masked"}) {
     const CompiledVariant v = compile_template(compiler, redteam_dir(), name);
     EXPECT_TRUE(v.ok) << name << ":\n" << v.log;
   }
-  const CompiledVariant forty = compile_template(compiler, redteam_dir(), "partial_content", {{"SKIP_PCT", 40}});
-  EXPECT_TRUE(forty.ok) << forty.log;
-  const CompiledVariant mode0 = compile_template(compiler, redteam_dir(), "sampled_rows", {{"MODE", 0}});
-  EXPECT_TRUE(mode0.ok) << mode0.log;
+  for (const auto& [name, overrides] : std::vector<std::pair<const char*, Config>>{
+           {"partial_content", {{"SKIP_PCT", 40}}},
+           {"sampled_rows", {{"MODE", 0}}},
+           {"abs_memo", {{"SKIP", 2}, {"KEY", 1}}},
+           {"partial_masked", {{"SKIP_PCT", 5}}}}) {
+    const CompiledVariant v = compile_template(compiler, redteam_dir(), name, overrides);
+    EXPECT_TRUE(v.ok) << name << " " << config_to_compact(overrides) << ":\n" << v.log;
+  }
   const CompiledVariant past_end = compile_template(compiler, redteam_dir(), "past_end");
   EXPECT_FALSE(past_end.ok);
   EXPECT_EQ(past_end.error, FailureKind::compile);
   EXPECT_TRUE(contains(past_end.log, "Unresolved extern function '__cudaCDP2")) << past_end.log;
+}
+
+/// A variant of the false-positive run: its templates folder, template and config.
+struct HonestVariant {
+  std::string dir, tpl;
+  Config config;
+};
+
+/// The committed research DB's overall champion on full (`attn-tuner query best --db DB --suite full`: iter
+/// 89394, template fa3_tma_p66, an idea's, whose files live only in the DB), its template written out of the DB.
+/// The DB (lab/measurements/2026-11-26_45_research_db_runs1to11_campaign2.db.xz) is unpacked once into a
+/// temporary folder. Throws std::runtime_error when it cannot be read.
+HonestVariant research_champion() {
+  static const HonestVariant champion = [] {
+    const std::string dir = test::temp_dir("redteam-champion");
+    const std::string xz =
+        std::string(ATTN_SOURCE_DIR) + "/lab/measurements/2026-11-26_45_research_db_runs1to11_campaign2.db.xz";
+    const std::string db_path = dir + "/research.db";
+    const std::string unpack = "python3 -c \"import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), "
+                               "open(sys.argv[2], 'wb'))\" '" + xz + "' '" + db_path + "'";
+    if (std::system(unpack.c_str()) != 0) throw std::runtime_error("cannot unpack the research DB " + xz);
+    auto db = ExperimentDb::open(db_path, ExperimentDb::Mode::read_only);
+    const auto record = db.champion("full", ChampionScope::overall);
+    if (!record) throw std::runtime_error("the research DB has no champion on full");
+    const auto it = db.iteration(record->iteration_id);
+    const auto proposal = db.proposal_by_template(it->template_name);
+    if (!proposal) throw std::runtime_error("the champion's template " + it->template_name + " is not in the DB");
+    const std::string json = write_proposal_template(*proposal, dir + "/template");
+    std::printf("research DB champion on full: iter %lld, %s, %.4f ms\n", static_cast<long long>(it->iter),
+                it->template_name.c_str(), record->score_ms);
+    return HonestVariant{fs::path(json).parent_path().string(), it->template_name, config_from_json(it->params_json)};
+  }();
+  return champion;
+}
+
+/// The false-positive run's variants: the research DB's champion on full, fa2_mma's and wgmma_fa's defaults, and
+/// six fa3_tma configs drawn from its space (a fixed seed).
+std::vector<HonestVariant> honest_variants() {
+  std::vector<HonestVariant> variants = {
+      research_champion(), {default_templates_dir(), "fa2_mma", {}}, {default_templates_dir(), "wgmma_fa", {}}};
+  const TemplateSpace fa3 = TemplateSpace::load_named(default_templates_dir(), "fa3_tma");
+  std::mt19937_64 rng(37);
+  while (variants.size() < 9) {
+    Config c;
+    for (const auto& p : fa3.parameters()) c[p.name] = p.values[rng() % p.values.size()];
+    if (!fa3.check(c)) variants.push_back({default_templates_dir(), "fa3_tma", c});
+  }
+  return variants;
+}
+
+TEST(RedTeamTemplates, TheResearchChampionComesOutOfTheDbAsATemplateItsConfigFits) {
+  // The false-positive run's champion (no GPU needed to read it): iter 89394's template, written out of the
+  // committed research DB, loads, and its config is a config of that template's space.
+  const HonestVariant champion = research_champion();
+  EXPECT_EQ(champion.tpl, "fa3_tma_p66");
+  const TemplateSpace space = TemplateSpace::load_named(champion.dir, champion.tpl);
+  EXPECT_FALSE(space.check(space.complete(champion.config))) << config_to_compact(champion.config);
+  EXPECT_TRUE(fs::exists(fs::path(champion.dir) / "blocks" / "consumer.cuh"));  // its headers came with it
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -194,7 +274,8 @@ class RedTeam : public ::testing::Test {
     if (!test::gpu_available()) GTEST_SKIP() << "no CUDA device";
     ctx_ = std::make_unique<Context>(0);
     CompilerOptions o;
-    o.cache_dir = test::temp_dir("redteam-cache");
+    // $ATTN_TUNER_CACHE when set (the GPU machine: cubins compiled ahead on another, content-hashed), else empty.
+    if (!std::getenv("ATTN_TUNER_CACHE")) o.cache_dir = test::temp_dir("redteam-cache");
     compiler_ = std::make_unique<Compiler>(o);
     builder_ = std::make_unique<CaseBuilder>(*ctx_, *compiler_);
     validator_ = std::make_unique<DeviceValidator>(*ctx_, *compiler_, builder_->templates_dir());
@@ -234,7 +315,7 @@ class RedTeam : public ::testing::Test {
   std::unique_ptr<Evaluator> evaluator_;
 };
 
-constexpr const char* kWrongOnFresh = ": a timed launch on fresh inputs in the same buffers is wrong (o diff ";
+constexpr const char* kWrongTwin = ": the sign twin, a launch on the last timed sample's inputs with v's signs drawn anew";
 constexpr const char* kWrongAgain = ": a second launch on the same inputs, with o and lse poisoned again, is wrong (";
 constexpr const char* kWrongSample = ": timed sample ";  // "... N, on fresh inputs with o and lse poisoned ..."
 constexpr const char* kBelowFloor = " us is below its roofline floor of ";
@@ -248,12 +329,12 @@ struct Expectation {
 };
 
 /// Which check an inconsistent / below_floor message comes from.
-enum class Check { again, sample, floor, fresh, none };
+enum class Check { again, sample, floor, twin, none };
 Check check_of(const std::string& message) {
   if (contains(message, kWrongAgain)) return Check::again;
   if (contains(message, kWrongSample)) return Check::sample;
   if (contains(message, kBelowFloor)) return Check::floor;
-  if (contains(message, kWrongOnFresh)) return Check::fresh;
+  if (contains(message, kWrongTwin)) return Check::twin;
   return Check::none;
 }
 
@@ -282,7 +363,7 @@ void expect_caught(const EvalResult& r, const Expectation& e) {
       EXPECT_GT(r.cases[0].floor_ms, 0) << what;
       EXPECT_LT(r.cases[0].median_ms, 0.9 * r.cases[0].floor_ms) << what;
     }
-    if (check == Check::fresh) {
+    if (check == Check::twin) {
       EXPECT_GT(r.cases[0].fresh_ms, 0) << what;
       EXPECT_GT(r.cases[0].fresh_o_max_abs_diff, 0.01) << what;
     }
@@ -292,10 +373,11 @@ void expect_caught(const EvalResult& r, const Expectation& e) {
 
 TEST_F(RedTeam, EveryCheatFailsWithItsKindOnSmokeAndQuick) {
   // The worker's configuration, every check on. In order: the validated launch, the second launch on the same
-  // inputs (poisoned again), the timed samples (each on fresh inputs, poisoned, validated), the floor, the
-  // check set (o as the last sample left it). A kernel that skips work on inputs or outputs it has seen
-  // fails the second launch; one that keys on anything else fails a timed sample or the check set.
-  const std::string again = kWrongAgain, sample = kWrongSample, fresh = kWrongOnFresh;
+  // inputs (poisoned again), the timed samples (each on new magnitudes, poisoned, checked on drawn rows and a
+  // scan), the floor, the sign twin (the last sample's magnitudes, new signs, o as that sample left it). A
+  // kernel that skips work on inputs or outputs it has seen fails the second launch; one that keys on anything
+  // else, or skips part of a sample, fails a timed sample; one keyed on what sign flips keep, the twin.
+  const std::string again = kWrongAgain, sample = kWrongSample, twin = kWrongTwin;
   const FailureKind inc = FailureKind::inconsistent;
   std::vector<Expectation> table;
   for (const char* suite : {"smoke", "quick"}) {
@@ -303,15 +385,21 @@ TEST_F(RedTeam, EveryCheatFailsWithItsKindOnSmokeAndQuick) {
     const std::vector<Expectation> rows = {
         {"memo_o", {}, suite, {inc}, first + again},
         {"memo_inputs", {}, suite, {inc}, first + sample + "1,"},
-        {"skip_finite", {}, suite, {inc}, first + fresh},
+        {"skip_finite", {}, suite, {inc}, first + twin},
         {"sampled_rows", {{"MODE", 0}}, suite, {FailureKind::wrong_result},
          std::string("3 of 3 cases outside the tolerances, first: ") + suite + "-window-1 ("},
         {"sampled_rows", {{"MODE", 1}}, suite, {inc}, first + again},
-        {"seed_specific", {}, suite, {inc}, first + ": "},  // a timed sample or the check set: the flips decide
+        {"seed_specific", {}, suite, {inc}, first + sample + "1,"},  // every element of q changes in sample 1
         {"memo_content", {}, suite, {inc}, first + again},
         {"partial_content", {{"SKIP_PCT", 10}}, suite, {inc}, first + again},
         {"partial_content", {{"SKIP_PCT", 40}}, suite, {inc}, first + again},
         {"partial_count", {}, suite, {inc}, first + sample},
+        {"abs_memo", {{"SKIP", 2}, {"KEY", 0}}, suite, {inc}, first + twin},
+        {"abs_memo", {{"SKIP", 3}, {"KEY", 0}}, suite, {inc}, first + twin},
+        {"abs_memo", {{"SKIP", 2}, {"KEY", 1}}, suite, {inc}, first + twin},
+        {"abs_memo", {{"SKIP", 3}, {"KEY", 1}}, suite, {inc}, first + twin},
+        {"partial_masked", {{"SKIP_PCT", 40}}, suite, {inc}, first + sample + "1,"},
+        {"partial_masked", {{"SKIP_PCT", 5}}, suite, {inc}, first + sample},  // sample 1 with p = 99.86 %
     };
     table.insert(table.end(), rows.begin(), rows.end());
   }
@@ -320,42 +408,47 @@ TEST_F(RedTeam, EveryCheatFailsWithItsKindOnSmokeAndQuick) {
     std::printf("%-15s %-12s %-6s -> %s: %s\n", e.name, e.overrides.empty() ? "" : config_to_compact(e.overrides).c_str(),
                 e.suite, to_string(r.status), r.message.c_str());
     expect_caught(r, e);
-    if (std::string(e.name) == "seed_specific") {
-      const Check c = check_of(r.message);
-      EXPECT_TRUE(c == Check::sample || c == Check::fresh) << r.message;
-    }
   }
 }
 
 TEST_F(RedTeam, EachCheckAloneCatchesWhatItShould) {
-  // The second launch alone (check_fresh without the samples' checks): every cheat that reuses the work of
-  // the launch before on the same inputs.
-  const std::string again = kWrongAgain;
+  // The second launch and the sign twin alone (check_fresh without the samples' checks): every cheat that
+  // reuses the work of the launch before on the same inputs (the second launch), and every cheat keyed on what
+  // sign flips keep or on outputs that look done (the twin, here of the tuning inputs: the samples are not
+  // masked).
   EvalOptions fresh_only = options(false, true);
   fresh_only.check_samples = false;
   for (const auto& [name, overrides] : std::vector<std::pair<const char*, Config>>{
            {"memo_o", {}}, {"memo_content", {}}, {"sampled_rows", {{"MODE", 1}}},
            {"partial_content", {{"SKIP_PCT", 10}}}, {"partial_content", {{"SKIP_PCT", 40}}}}) {
     const EvalResult r = eval(name, overrides, "quick", fresh_only);
-    expect_caught(r, {name, overrides, "quick", {FailureKind::inconsistent}, "case quick-window-1" + again});
+    expect_caught(r, {name, overrides, "quick", {FailureKind::inconsistent}, std::string("case quick-window-1") + kWrongAgain});
+  }
+  for (const auto& [name, overrides] : std::vector<std::pair<const char*, Config>>{
+           {"skip_finite", {}}, {"abs_memo", {{"SKIP", 2}, {"KEY", 0}}}, {"abs_memo", {{"SKIP", 3}, {"KEY", 1}}}}) {
+    const EvalResult r = eval(name, overrides, "quick", fresh_only);
+    expect_caught(r, {name, overrides, "quick", {FailureKind::inconsistent}, std::string("case quick-window-1") + kWrongTwin});
   }
   // The timed samples' checks alone: the cheats whose timed samples would have been wrong on fresh inputs.
   EvalOptions samples_only = options(false, false);
   for (const auto& [name, overrides] : std::vector<std::pair<const char*, Config>>{
-           {"memo_o", {}}, {"memo_inputs", {}}, {"partial_count", {}}}) {
+           {"memo_o", {}}, {"memo_inputs", {}}, {"partial_count", {}}, {"seed_specific", {}},
+           {"partial_masked", {{"SKIP_PCT", 40}}}}) {
     const EvalResult r = eval(name, overrides, "quick", samples_only);
     expect_caught(r, {name, overrides, "quick", {FailureKind::inconsistent}, std::string("case quick-window-1") + kWrongSample});
   }
-  // ... and the content-keyed partial cheat, which never sees the same inputs twice in its timed samples, is
-  // timed doing all of the work: within the noise of the honest template, not 10 or 40 % faster.
+  // ... and the cheats keyed on inputs they have seen, which never see a sample's inputs twice, are timed doing
+  // all of the work: within the noise of the honest template, not 10 to 60 % faster (neutralised).
   const EvalResult honest = eval("honest", {}, "quick", samples_only);
   ASSERT_EQ(honest.status, FailureKind::none) << honest.message;
-  for (int pct : {10, 40}) {
-    const EvalResult r = eval("partial_content", {{"SKIP_PCT", pct}}, "quick", samples_only);
-    ASSERT_EQ(r.status, FailureKind::none) << pct << ": " << r.message;
-    std::printf("partial_content SKIP_PCT %d, the samples' checks alone: %.2f us against honest %.2f us\n", pct,
-                r.score_ms * 1e3, honest.score_ms * 1e3);
-    EXPECT_GT(r.score_ms, 0.95 * honest.score_ms) << pct;
+  for (const auto& [name, overrides] : std::vector<std::pair<const char*, Config>>{
+           {"partial_content", {{"SKIP_PCT", 10}}}, {"partial_content", {{"SKIP_PCT", 40}}},
+           {"abs_memo", {{"SKIP", 3}, {"KEY", 0}}}, {"abs_memo", {{"SKIP", 3}, {"KEY", 1}}}}) {
+    const EvalResult r = eval(name, overrides, "quick", samples_only);
+    ASSERT_EQ(r.status, FailureKind::none) << name << ": " << r.message;
+    std::printf("%s %s, the samples' checks alone: %.2f us against honest %.2f us\n", name,
+                config_to_compact(overrides).c_str(), r.score_ms * 1e3, honest.score_ms * 1e3);
+    EXPECT_GT(r.score_ms, 0.95 * honest.score_ms) << name;
   }
   // The floor alone (the samples unchecked): the launches that return at once.
   EvalOptions floor_only = options(true, false);
@@ -364,18 +457,32 @@ TEST_F(RedTeam, EachCheckAloneCatchesWhatItShould) {
     const EvalResult r = eval(name, {}, "quick", floor_only);
     expect_caught(r, {name, {}, "quick", {FailureKind::below_floor}, "case quick-window-1: "});
   }
-  // The check set: skip_finite, whose every timed sample is poisoned and so honest, returns at once when its
-  // o looks done.
-  const EvalResult finite = eval("skip_finite", {}, "quick", options(false, true));
-  expect_caught(finite, {"skip_finite", {}, "quick", {FailureKind::inconsistent},
-                         std::string("case quick-window-1") + kWrongOnFresh});
+}
+
+TEST_F(RedTeam, TheDrawnRowsAreWhatCatchAKernelThatRecognisesItsSamples) {
+  // partial_masked writes plausible finite values for 40 % of each timed sample: the scan of every element
+  // passes it, and it times well below the honest kernel; 128 drawn rows catch it in sample 1.
+  EvalOptions scan_only = options(true, true);
+  scan_only.sample_rows = 0;
+  const EvalResult honest = eval("honest", {}, "quick", scan_only);
+  ASSERT_EQ(honest.status, FailureKind::none) << honest.message;
+  const EvalResult r = eval("partial_masked", {{"SKIP_PCT", 40}}, "quick", scan_only);
+  ASSERT_EQ(r.status, FailureKind::none) << r.message;
+  std::printf("partial_masked SKIP_PCT 40 with no rows drawn: %.2f us against honest %.2f us (%.2fx)\n",
+              r.score_ms * 1e3, honest.score_ms * 1e3, r.score_ms / honest.score_ms);
+  EXPECT_LT(r.score_ms, 0.9 * honest.score_ms);
+  const EvalResult caught = eval("partial_masked", {{"SKIP_PCT", 40}}, "quick", options());
+  expect_caught(caught, {"partial_masked", {{"SKIP_PCT", 40}}, "quick", {FailureKind::inconsistent},
+                         std::string("case quick-window-1") + kWrongSample + "1,"});
+  EXPECT_TRUE(contains(caught.message, " of 128 drawn rows outside the tolerances")) << caught.message;
 }
 
 TEST_F(RedTeam, WithoutTheChecksEveryMemoizerPasses) {
   // The evaluation before issue 30 (NaN poison, one validated launch per case, timed samples on the same
   // inputs, unchecked): every one of these passes, so the red team is real. memo_o is issue 30's reproduction:
-  // a score below the floor score (18.18 us on the H100); the partial cheats are issue 37's: faster than the
-  // honest kernel they wrap, far above the floor.
+  // a score below the floor score (18.18 us on the H100); the partial cheats are issue 37's and 50's: faster
+  // than the honest kernel they wrap, far above the floor. (partial_masked gains only where the samples are
+  // masked: TheDrawnRowsAreWhatCatchAKernelThatRecognisesItsSamples.)
   const auto quick = cases("quick");
   std::vector<Family> fams;
   std::vector<double> floors;
@@ -389,11 +496,12 @@ TEST_F(RedTeam, WithoutTheChecksEveryMemoizerPasses) {
   unchecked.check_samples = false;
   const EvalResult honest = eval("honest", {}, "quick", unchecked);
   ASSERT_EQ(honest.status, FailureKind::none) << honest.message;
-  for (const auto& [name, overrides] :
-       std::vector<std::pair<const char*, Config>>{{"memo_o", {}}, {"memo_inputs", {}}, {"skip_finite", {}},
-                                                   {"sampled_rows", {{"MODE", 1}}}, {"seed_specific", {}},
-                                                   {"memo_content", {}}, {"partial_content", {{"SKIP_PCT", 10}}},
-                                                   {"partial_content", {{"SKIP_PCT", 40}}}, {"partial_count", {}}}) {
+  for (const auto& [name, overrides] : std::vector<std::pair<const char*, Config>>{
+           {"memo_o", {}}, {"memo_inputs", {}}, {"skip_finite", {}}, {"sampled_rows", {{"MODE", 1}}},
+           {"seed_specific", {}}, {"memo_content", {}}, {"partial_content", {{"SKIP_PCT", 10}}},
+           {"partial_content", {{"SKIP_PCT", 40}}}, {"partial_count", {}}, {"abs_memo", {{"SKIP", 2}, {"KEY", 0}}},
+           {"abs_memo", {{"SKIP", 3}, {"KEY", 0}}}, {"abs_memo", {{"SKIP", 3}, {"KEY", 1}}},
+           {"partial_masked", {{"SKIP_PCT", 40}}}}) {
     const EvalResult r = eval(name, overrides, "quick", unchecked);
     ASSERT_EQ(r.status, FailureKind::none) << name << ": " << r.message;
     for (const auto& c : r.cases)
@@ -401,12 +509,16 @@ TEST_F(RedTeam, WithoutTheChecksEveryMemoizerPasses) {
     std::printf("%-15s %-12s passes unchecked: %.2f us (honest %.2f us, %.2fx; floor score %.2f us)\n", name,
                 config_to_compact(overrides).c_str(), r.score_ms * 1e3, honest.score_ms * 1e3,
                 r.score_ms / honest.score_ms, floor_score * 1e3);
-    if (std::string(name) == "memo_o") {
+    const std::string n = name;
+    if (n == "memo_o") {
       EXPECT_LT(r.score_ms, floor_score);
     }
-    if (std::string(name) == "partial_count" ||
-        (std::string(name) == "partial_content" && overrides.at("SKIP_PCT") == 40)) {
+    if (n == "partial_count" || (n == "abs_memo" && overrides.at("SKIP") == 3) ||
+        (n == "partial_content" && overrides.at("SKIP_PCT") == 40)) {
       EXPECT_LT(r.score_ms, 0.9 * honest.score_ms) << name;  // a fake win of 10 % or more
+    }
+    if (n == "abs_memo" && overrides.at("SKIP") == 2) {
+      EXPECT_LT(r.score_ms, 0.95 * honest.score_ms) << name;  // 2 CTAs in 5: 0.90x on the H200 (issue 50's: 0.85x)
     }
   }
 }
@@ -431,95 +543,184 @@ TEST_F(RedTeam, HonestTemplatesPassWithTheChecks) {
 }
 
 TEST_F(RedTeam, HonestKernelsAreNeverFlagged) {
-  // No false positive: the research DB's champion on full (iter 21092), six fa3_tma configs drawn from its space
-  // (a fixed seed), fa2_mma's and wgmma_fa's defaults; each evaluated three times on smoke, quick and full with
-  // every check on, as the worker does.
-  std::vector<std::pair<std::string, Config>> variants = {
-      {"fa3_tma", config_from_json(
-                      R"({"BLOCK_N":128,"CONSUMERS":2,"CONVERTERS":3,"CTAS_PER_SM":1,"EPILOGUE":2,"KV_ORDER":0,)"
-                      R"("ORDER":2,"OVERLAP":1,"PINGPONG":0,"PRODUCER_REGS":40,"Q_BUFFERS":1,"RESCALE_SKIP":0,)"
-                      R"("SCHEDULE":2,"SOFTMAX":2,"STAGES":2,"V_CONVERT":0})")},
-      {"fa2_mma", {}},
-      {"wgmma_fa", {}}};
-  const TemplateSpace fa3 = TemplateSpace::load_named(default_templates_dir(), "fa3_tma");
-  std::mt19937_64 rng(37);
-  while (variants.size() < 9) {
-    Config c;
-    for (const auto& p : fa3.parameters()) c[p.name] = p.values[rng() % p.values.size()];
-    if (!fa3.check(c)) variants.emplace_back("fa3_tma", c);
-  }
-  int evaluations = 0;
-  for (const auto& [tpl, config] : variants) {
-    const auto bin = cubin(tpl, config, default_templates_dir());
+  // No false positive: honest_variants() (the research DB's champion on full, six fa3_tma configs, fa2_mma's and
+  // wgmma_fa's defaults), each evaluated three times on smoke, quick and full with every check on, as the worker
+  // does.
+  const std::vector<HonestVariant> variants = honest_variants();
+  ASSERT_EQ(variants.size(), 9u);
+  EXPECT_EQ(variants[0].tpl, "fa3_tma_p66");
+  int evaluations = 0, flagged = 0;
+  for (const auto& v : variants) {
+    const auto bin = cubin(v.tpl, v.config, v.dir);
     for (const char* suite : {"smoke", "quick", "full"})
       for (int rep = 0; rep < 3; ++rep) {
         const EvalResult r = evaluator_->evaluate(bin, "block_sparse_attn_fwd", cases(suite), options());
         ++evaluations;
+        flagged += r.status != FailureKind::none;
         EXPECT_EQ(r.status, FailureKind::none)
-            << tpl << " " << config_to_compact(config) << " on " << suite << ": " << r.message;
-        for (const auto& c : r.cases) EXPECT_EQ(c.checked_samples, c.samples) << tpl << " " << c.case_id;
-        if (rep == 0)
-          std::printf("%s %s on %s: %.2f us, %s\n", tpl.c_str(), config_to_compact(config).c_str(), suite,
-                      r.score_ms * 1e3, to_string(r.status));
+            << v.tpl << " " << config_to_compact(v.config) << " on " << suite << ": " << r.message;
+        double o_diff = 0, lse_diff = 0;
+        for (const auto& c : r.cases) {
+          EXPECT_EQ(c.checked_samples, c.samples) << v.tpl << " " << c.case_id;
+          o_diff = std::max(o_diff, c.fresh_o_max_abs_diff);
+          lse_diff = std::max(lse_diff, c.fresh_lse_max_abs_diff);
+        }
+        std::printf("honest %-9s %s on %-5s rep %d: %8.2f us, %s; twin diffs o %.3g lse %.3g\n", v.tpl.c_str(),
+                    config_to_compact(v.config).c_str(), suite, rep, r.score_ms * 1e3, to_string(r.status), o_diff,
+                    lse_diff);
       }
   }
-  std::printf("%d evaluations of %zu honest variants\n", evaluations, variants.size());
+  std::printf("%d evaluations of %zu honest variants, %d flagged\n", evaluations, variants.size(), flagged);
 }
 
-TEST_F(RedTeam, TheCheckPutsTheTuningInputsBack) {
+TEST_F(RedTeam, TheChecksPutTheTuningInputsBack) {
+  // After an honest evaluation and after each check that fails (a timed sample, the sign twin, the second launch),
+  // q, k and v are the tuning inputs again, bit for bit.
   const auto smoke = cases("smoke");
   std::vector<std::vector<bf16_bits>> before;
   for (const DeviceCase* c : smoke)
     for (const DeviceBuffer* b : {&c->q, &c->k, &c->v}) before.push_back(b->to_vector<bf16_bits>(c->qkv_elems()));
   EXPECT_EQ(eval("memo_inputs", {}, "smoke", options()).status, FailureKind::inconsistent);
+  EXPECT_EQ(eval("abs_memo", {}, "smoke", options()).status, FailureKind::inconsistent);
+  EXPECT_EQ(eval("memo_o", {}, "smoke", options()).status, FailureKind::inconsistent);
   EXPECT_EQ(eval("honest", {}, "smoke", options()).status, FailureKind::none);
   std::size_t i = 0;
-  for (const DeviceCase* c : smoke) {
-    EXPECT_NE(c->check_seed, std::uint64_t(c->spec.seed));
+  for (const DeviceCase* c : smoke)
     for (const DeviceBuffer* b : {&c->q, &c->k, &c->v})
       EXPECT_EQ(b->to_vector<bf16_bits>(c->qkv_elems()), before[i++]) << c->spec.case_id;
-  }
 }
 
-TEST_F(RedTeam, TheCheckSetIsEveryInputChangedAndTheMaskUndoesItself) {
-  // The check set is the tuning inputs under an XOR mask keyed by the worker's secret seed: every element
-  // changes (sign and mantissa), none leaves its binade, the tensor stays N(0,1)-like, and the mask applied
-  // twice gives the tuning inputs back bit for bit.
+TEST_F(RedTeam, TheDeviceMasksAreTheHostFormula) {
+  // xor_inputs_bf16 on a quick case's buffers gives, for a fresh sample and its sign twin, the bits of the host
+  // formula (xor_tensor_host; its properties: test_sample_rules.cpp), and the way back the tuning inputs.
   const DeviceCase& c = *cases("quick").at(0);
   const Stream stream;
   const std::size_t n = c.qkv_elems();
-  const auto q = c.q.to_vector<bf16_bits>(n);
-  c.mask_inputs(c.check_seed, stream.get());
+  std::vector<bf16_bits> host[3] = {c.q.to_vector<bf16_bits>(n), c.k.to_vector<bf16_bits>(n),
+                                    c.v.to_vector<bf16_bits>(n)};
+  const std::vector<bf16_bits> tuning[3] = {host[0], host[1], host[2]};
+  std::uint64_t next = 0x1234;
+  const SeedDraw draw = [&next] { return next += 0x9E3779B97F4A7C15ull; };
+  {
+    SampleInputs inputs(c);
+    for (int step = 0; step < 3; ++step) {
+      const InputMask from = inputs.mask();
+      if (step < 2) {
+        inputs.fresh(stream.get(), draw);
+      } else {
+        inputs.twin(stream.get(), draw);
+      }
+      for (unsigned t = 0; t < 3; ++t) xor_tensor_host(host[t], t, mask_transition(from, inputs.mask()));
+      stream.synchronize();
+      EXPECT_EQ(c.q.to_vector<bf16_bits>(n), host[0]) << step;
+      EXPECT_EQ(c.k.to_vector<bf16_bits>(n), host[1]) << step;
+      EXPECT_EQ(c.v.to_vector<bf16_bits>(n), host[2]) << step;
+    }
+  }  // the destructor puts the tuning inputs back
   stream.synchronize();
-  const auto masked = c.q.to_vector<bf16_bits>(n);
-  std::size_t same = 0, other_binade = 0;
-  double sum = 0, sq = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    same += masked[i] == q[i];
-    other_binade += (masked[i] & 0x7F80) != (q[i] & 0x7F80);
-    const double x = bf16_to_float(masked[i]);
-    sum += x;
-    sq += x * x;
+  EXPECT_EQ(c.q.to_vector<bf16_bits>(n), tuning[0]);
+  EXPECT_EQ(c.k.to_vector<bf16_bits>(n), tuning[1]);
+  EXPECT_EQ(c.v.to_vector<bf16_bits>(n), tuning[2]);
+}
+
+TEST_F(RedTeam, TheDrawnRowsReferenceIsTheCaseReferenceBitForBit) {
+  // reference_rows_fp32 on the tuning inputs gives every drawn row the bits reference_attn_fwd_fp32 gave it
+  // (the same arithmetic, step for step), on every family, a batch of unequal sequences included; the rows are
+  // the ones attn_sample::sampled_row names.
+  std::vector<CaseSpec> specs = builtin_suite("quick");
+  specs.push_back(test::batched_case("batched-retrieval", 4711));
+  const Stream stream;
+  SampleBuffers buffers;
+  buffers.reserve(1, 512);
+  const RowsBuffer out = buffers.rows(512);
+  for (const CaseSpec& spec : specs) {
+    const DeviceCase& c = builder_->get(spec);
+    for (const std::uint64_t seed : {1ull, 0xDEADBEEFull}) {
+      builder_->reference_rows_async(c, seed, out, stream.get());
+      stream.synchronize();
+      const auto rows = download<std::int32_t>(out.rows, 512);
+      const auto ref_o = download<bf16_bits>(out.ref_o, 512 * 128);
+      const auto ref_lse = download<float>(out.ref_lse, 512);
+      std::size_t o_mismatch = 0, lse_mismatch = 0;
+      for (int i = 0; i < 512; ++i) {
+        const std::size_t r = std::size_t(rows[std::size_t(i)]);
+        ASSERT_EQ(r, attn_sample::sampled_row(seed, unsigned(i), c.layout.seq_lens.data(), spec.batch_size,
+                                              spec.num_heads, spec.t_max));
+        for (std::size_t e = 0; e < 128; ++e) o_mismatch += ref_o[std::size_t(i) * 128 + e] != c.ref_o[r * 128 + e];
+        lse_mismatch += std::bit_cast<std::uint32_t>(ref_lse[std::size_t(i)]) != std::bit_cast<std::uint32_t>(c.ref_lse[r]);
+      }
+      EXPECT_EQ(o_mismatch, 0u) << spec.case_id << " seed " << seed;
+      EXPECT_EQ(lse_mismatch, 0u) << spec.case_id << " seed " << seed;
+    }
   }
-  EXPECT_EQ(same, 0u);
-  EXPECT_EQ(other_binade, 0u);
-  EXPECT_NEAR(sum / double(n), 0.0, 0.01);
-  EXPECT_NEAR(sq / double(n), 1.0, 0.02);
-  c.mask_inputs(c.check_seed, stream.get());
+}
+
+TEST_F(RedTeam, TheSampleCheckOnTheDeviceIsTheHostCheck) {
+  // validate_sample on the device (the drawn rows' reference computed in the same launch) and check_sample on
+  // the host (with reference_rows_fp32's rows for the same seed) give the same verdict, diffs and counts for the
+  // same outputs: the case's reference as o, then with a drawn row off, the poison in an undrawn row, a padding
+  // row not zero, a valid lse of +inf.
+  const CaseSpec spec = test::batched_case("batched", 99);
+  const DeviceCase& c = builder_->get(spec);
+  const Stream stream;
+  SampleBuffers buffers;
+  buffers.reserve(1, 128);
+  const RowsBuffer out = buffers.rows(128);
+  builder_->reference_rows_async(c, 42, out, stream.get());
   stream.synchronize();
-  EXPECT_EQ(c.q.to_vector<bf16_bits>(n), q);
-  EXPECT_NE(c.check_ref_o, c.ref_o);
+  const auto rows = download<std::int32_t>(out.rows, 128);
+  const auto ref_o = download<bf16_bits>(out.ref_o, 128 * 128);
+  const auto ref_lse = download<float>(out.ref_lse, 128);
+  std::size_t padding_row = 0;
+  while (padding_row < c.lse_elems() &&
+         int(padding_row % std::size_t(spec.t_max)) < c.layout.seq_lens[padding_row / (3 * 768)])
+    ++padding_row;
+  ASSERT_LT(padding_row, c.lse_elems()) << "the case needs a padding row";
+  std::set<std::size_t> drawn(rows.begin(), rows.end());
+  std::size_t undrawn = 0;
+  while (drawn.count(undrawn)) ++undrawn;
+  std::vector<std::pair<std::string, std::function<void(std::vector<bf16_bits>&, std::vector<float>&)>>> scenarios = {
+      {"right", [](auto&, auto&) {}},
+      {"drawn row off", [&](auto& o, auto&) { o[std::size_t(rows[9]) * 128 + 3] = float_to_bf16(9.0f); }},
+      {"poison in an undrawn row", [&](auto& o, auto&) { o[undrawn * 128 + 5] = 0xFFFF; }},
+      {"padding row not zero", [&](auto& o, auto&) { o[padding_row * 128] = float_to_bf16(0.5f); }},
+      {"valid lse +inf", [&](auto&, auto& lse) { lse[undrawn] = std::numeric_limits<float>::infinity(); }}};
+  int failing = 0;
+  for (const auto& [name, change] : scenarios) {
+    std::vector<bf16_bits> o = c.ref_o;
+    std::vector<float> lse = c.ref_lse;
+    change(o, lse);
+    upload(c.o.ptr(), o);
+    upload(c.lse.ptr(), lse);
+    const SampleVerdict dev = validator_->check_sample(c, 42, 128, stream.get(), Tolerances{});
+    const SampleVerdict host =
+        check_sample({o, lse, c.layout.seq_lens, spec.num_heads, spec.t_max, rows, ref_o, ref_lse}, Tolerances{});
+    EXPECT_EQ(dev, host) << name << ": device " << sample_verdict_text(dev) << " / host " << sample_verdict_text(host);
+    failing += !host.passed;
+  }
+  EXPECT_EQ(failing, 4);  // both verdicts covered
 }
 
 TEST_F(RedTeam, HostValidationGivesTheSameVerdicts) {
-  Evaluator host(*ctx_);  // ATTN_TUNER_HOST_VALIDATION=1 in the worker
+  // The host path (ATTN_TUNER_HOST_VALIDATION=1 in the worker) and the device path, with the same draws: the
+  // same kinds and the same diffs of the sign twin.
   for (const auto& [name, kind] : std::vector<std::pair<const char*, FailureKind>>{
-           {"memo_inputs", FailureKind::inconsistent}, {"honest", FailureKind::none}}) {
+           {"memo_inputs", FailureKind::inconsistent}, {"skip_finite", FailureKind::inconsistent},
+           {"honest", FailureKind::none}}) {
     const auto bin = cubin(name);
-    const EvalResult h = host.evaluate(bin, "block_sparse_attn_fwd", cases("smoke"), options());
-    const EvalResult d = evaluator_->evaluate(bin, "block_sparse_attn_fwd", cases("smoke"), options());
+    auto draws = [] {
+      auto next = std::make_shared<std::uint64_t>(77);
+      return SeedDraw([next] { return *next = attn_sample::splitmix64(*next); });
+    };
+    Evaluator host(*ctx_, nullptr, draws());
+    Evaluator dev(*ctx_, validator_.get(), draws());
+    EvalOptions fixed = options();
+    fixed.timing = {1, 5, 5, 10.0, 0.0};  // 5 samples each: the same number of draws
+    const EvalResult h = host.evaluate(bin, "block_sparse_attn_fwd", cases("smoke"), fixed);
+    const EvalResult d = dev.evaluate(bin, "block_sparse_attn_fwd", cases("smoke"), fixed);
     EXPECT_EQ(h.status, kind) << name << ": " << h.message;
     EXPECT_EQ(d.status, kind) << name << ": " << d.message;
+    EXPECT_EQ(h.message, d.message) << name;
     EXPECT_EQ(h.cases[0].fresh_o_max_abs_diff, d.cases[0].fresh_o_max_abs_diff) << name;
     EXPECT_EQ(h.cases[0].fresh_lse_max_abs_diff, d.cases[0].fresh_lse_max_abs_diff) << name;
   }
@@ -565,7 +766,7 @@ TEST_F(RedTeam, TheWorkerReportsTheKindsAndTheSwitches) {
 }
 
 TEST_F(RedTeam, ADaemonRunNeverCrownsACheat) {
-  // honest (fa2_mma, 2 configs) and every cheat (11 configs), the whole space on quick with the held-out seed.
+  // honest (fa2_mma, 2 configs) and every cheat (17 configs), the whole space on quick with the held-out seed.
   const std::string dir = test::temp_dir("redteam-daemon"), db_path = dir + "/t.db";
   std::string args = "run --db '" + db_path + "' --tsv '" + dir + "/iters.tsv' --cache '" + dir +
                      "/cache' --suite quick --templates '" + redteam_dir() + "' --strategy exhaustive --iterations 30" +
@@ -580,12 +781,14 @@ TEST_F(RedTeam, ADaemonRunNeverCrownsACheat) {
       {"memo_content", {inc}},
       {"partial_content", {inc}},  // SKIP_PCT 10, 40
       {"partial_count", {inc}},
+      {"abs_memo", {inc}},        // SKIP 2, 3 x KEY 0, 1
+      {"partial_masked", {inc}},  // SKIP_PCT 5, 40
       {"past_end", {FailureKind::compile}}};
   args += " --template honest";
   for (const auto& [name, kinds] : expected) args += " --template " + name;
   const test::CommandOutput out = test::run_binary(args);
   ASSERT_EQ(out.code, 0) << out.text;
-  EXPECT_TRUE(contains(out.text, "search space exhausted: all 13 valid configs evaluated")) << out.text;
+  EXPECT_TRUE(contains(out.text, "search space exhausted: all 19 valid configs evaluated")) << out.text;
 
   auto db = ExperimentDb::open(db_path, ExperimentDb::Mode::read_only);
   const auto champ = db.champion("quick", ChampionScope::overall);

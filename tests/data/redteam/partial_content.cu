@@ -14,14 +14,12 @@ __device__ unsigned partial_done;
 __device__ __forceinline__ unsigned long long content_key(const __nv_bfloat16* q, const __nv_bfloat16* k,
                                                           const __nv_bfloat16* v, int batch_size, int num_heads,
                                                           int t_max) {
-  const size_t n = size_t(batch_size) * num_heads * t_max * 128;
-  unsigned long long h = 0xCBF29CE484222325ull ^ (((unsigned long long)batch_size << 40) ^
-                                                  ((unsigned long long)num_heads << 20) ^ (unsigned long long)t_max);
+  unsigned long long h = redteam::key_start(batch_size, num_heads, t_max);
   for (int i = 0; i < 16; ++i) {
-    const size_t at = (n / 16) * i + size_t(i) * 131 % 128;  // one value in each sixteenth, columns spread
-    h = (h ^ __bfloat16_as_ushort(q[at])) * 0x100000001B3ull;
-    h = (h ^ __bfloat16_as_ushort(k[at])) * 0x100000001B3ull;
-    h = (h ^ __bfloat16_as_ushort(v[at])) * 0x100000001B3ull;
+    const size_t at = redteam::key_position(batch_size, num_heads, t_max, i);
+    h = redteam::fnv(h, __bfloat16_as_ushort(q[at]));
+    h = redteam::fnv(h, __bfloat16_as_ushort(k[at]));
+    h = redteam::fnv(h, __bfloat16_as_ushort(v[at]));
   }
   return h | 1;  // never 0, the value before any launch
 }
