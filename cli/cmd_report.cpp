@@ -170,6 +170,7 @@ void run_report(const ReportOptions& o) {
   std::vector<std::string> args = {"--db", o.db, "--out", tmp.string(), "--suite", suite, "--cases",
                                    (tmp / "cases.json").string()};
   if (!o.baseline.empty()) args.insert(args.end(), {"--baseline", o.baseline});
+  if (db->immutable()) args.push_back("--immutable");  // read-only storage: as this process reads it
   ScriptResult r;
   try {
     r = run_python_script(python, script.string(), args);

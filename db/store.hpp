@@ -134,6 +134,9 @@ class ExperimentDb {
 
   const std::string& path() const { return conn_.path(); }
   bool read_only() const { return conn_.read_only(); }
+  /// Opened read-only on read-only storage, where SQLite reads it as immutable (open()); another reader of the
+  /// file (report.py) must open it the same way.
+  bool immutable() const { return conn_.mode() == sqlite::OpenMode::read_only_immutable; }
   /// The underlying connection, for tests and ad-hoc statements.
   sqlite::Connection& connection() { return conn_; }
   /// When a commit reaches the disk (the DB is in WAL mode). full (every connection opens so): each commit syncs

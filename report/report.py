@@ -3,7 +3,7 @@
 its PNG images beside it. Run by `attn-tuner report`, which also writes OUT/cases.json (per-case FLOPs,
 bytes and roofline floor from workload/roofline); docs/report.md describes the sections.
 
-usage: report.py --db DB --out DIR --suite S --cases DIR/cases.json [--baseline FILE]
+usage: report.py --db DB --out DIR --suite S --cases DIR/cases.json [--baseline FILE] [--immutable]
 Exit codes: 0 written, 2 a problem with the input (one line on stderr), 1 a bug (traceback)."""
 import argparse
 import datetime as dt
@@ -19,7 +19,7 @@ import sections
 
 def build(args):
     out = pathlib.Path(args.out)
-    conn = dbread.connect(args.db)
+    conn = dbread.connect(args.db, args.immutable)
     present = dbread.suites(conn)
     if not present:
         raise dbread.ReportError(f"{args.db} has no runs yet: nothing to report (start one with `attn-tuner run`)")
@@ -81,6 +81,8 @@ def main(argv):
     p.add_argument("--suite", required=True)
     p.add_argument("--cases", required=True, help="cases.json written by `attn-tuner report`")
     p.add_argument("--baseline")
+    p.add_argument("--immutable", action="store_true",
+                   help="the DB is on read-only storage: read it as immutable (attn-tuner report decides)")
     args = p.parse_args(argv)
     try:
         build(args)
