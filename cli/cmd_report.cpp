@@ -20,6 +20,7 @@
 #include "report/python_runner.hpp"
 #include "proposer/idea_context.hpp"
 #include "report/report_cases.hpp"
+#include "db/champion_score.hpp"
 #include "db/store.hpp"
 
 namespace attn {
@@ -140,6 +141,16 @@ void run_report(const ReportOptions& o) {
     throw CliError(fmt::format("report: cannot read the experiment DB {}: {}", o.db, e.what()));
   }
 
+  try {  // each champion's score by the one rule (db/champion_score.hpp), the number `status` and `query best` show
+    nlohmann::json scores = nlohmann::json::array();
+    for (const auto& c : db->champions(suite))
+      if (const auto it = db->iteration(c.iteration_id); it)
+        if (const auto ms = champion_score_ms(c.scope, *it))
+          scores.push_back({{"scope", to_string(c.scope)}, {"iteration_id", c.iteration_id}, {"score_ms", *ms}});
+    cases["champion_scores"] = scores;
+  } catch (const std::exception& e) {
+    throw CliError(fmt::format("report: cannot read the experiment DB {}: {}", o.db, e.what()));
+  }
   try {  // the champion's profile (proposer/idea_context.hpp): the report's Profile section
     cases["profile"] = {{"markdown", champion_profile_markdown(*db, suite)}};
   } catch (const std::exception& e) {

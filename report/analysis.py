@@ -182,6 +182,17 @@ def geomean(xs):
     return math.exp(statistics.fmean(math.log(x) for x in xs)) if xs else None
 
 
+def set_champion_scores(data, cases_path):
+    """Gives each champion of `data` its score ("score_ms": the one rule of db/champion_score.hpp, the number
+    `status` and `query best` show, written by `attn-tuner report` into cases.json "champion_scores") and keeps the
+    champions table's own column, the A/B/A re-timing that promoted it, as "aba_b_ms"."""
+    with open(cases_path) as f:
+        scores = {(c["scope"], c["iteration_id"]): c["score_ms"] for c in json.load(f).get("champion_scores", [])}
+    for c in data["champions"]:
+        c["aba_b_ms"] = c["score_ms"]
+        c["score_ms"] = scores.get((c["scope"], c["iteration_id"]))
+
+
 def bucket_champions(data, cases_path):
     """Per shape bucket (t_max, batch*heads; issue 9's buckets): the whole-suite keep/discard iteration with
     the lowest geometric mean of its per-case medians over the bucket's cases, among those that timed and

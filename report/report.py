@@ -37,6 +37,7 @@ def build(args):
         return an.case_metrics(data["cases"].get(it["id"], []), work_by_run.get(it["run_id"], {}), ceilings)
 
     its_by_id = {it["id"]: it for it in data["iterations"]}
+    an.set_champion_scores(data, args.cases)
     champion_metrics = {c["iteration_id"]: metrics_of(its_by_id[c["iteration_id"]])
                         for c in data["champions"] if c["iteration_id"] in its_by_id}
     overall = next((c for c in data["champions"] if c["scope"] == "overall"), None)

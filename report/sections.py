@@ -168,10 +168,13 @@ def champions(data, ctx):
     for c in champs:
         it = its_by_id.get(c["iteration_id"], {})
         rows.append([esc(c["scope"]), num(f"champion.{c['scope']}.iter", c["iteration_id"]),
-                     num(f"champion.{c['scope']}.score_ms", fmt(c["score_ms"])), fmt(it.get("geomean_ms")),
+                     num(f"champion.{c['scope']}.score_ms", fmt(c["score_ms"])), fmt(c["aba_b_ms"]),
                      esc(it.get("template", "-")), esc(params_of(it)), esc(c["promoted_at"])])
-    body += table(["scope", "iter", "score ms (A/B/A)", "geomean ms (first timing)", "template", "params",
-                   "promoted"], rows, text_cols=(0, 4, 5, 6))
+    body += table(["scope", "iter", "score ms", "A/B/A B ms (its promotion)", "template", "params", "promoted"], rows,
+                  text_cols=(0, 4, 5, 6))
+    body += ('<p class="small">Score: the champion iteration\'s whole-suite score as the search measured it (the '
+             "family's median for a family champion), the number <code>status</code> and <code>query best</code> "
+             "show; A/B/A B: its time in the back-to-back re-timing against the incumbent that promoted it.</p>\n")
     by_scope = {c["scope"]: c for c in champs}
     for scope in ["overall"] + FAMILY_SCOPES:
         c = by_scope.get(scope)
