@@ -46,7 +46,7 @@ def build(args):
         for m in champion_metrics.get(overall["iteration_id"], []):
             if m["case_id"] in baseline[0] and m["us"]:
                 baseline_rows.append(dict(m, baseline_us=baseline[0][m["case_id"]]))
-    ctx = {"out": out, "t0": runs[0]["start"], "runs": runs, "scored": scored, "ceilings": ceilings,
+    ctx = {"out": out, "clock": an.SearchClock(runs), "runs": runs, "scored": scored, "ceilings": ceilings,
            "champion_metrics": champion_metrics, "metrics_of": metrics_of,
            "buckets": an.bucket_champions(data, args.cases), "baseline": baseline,
            "baseline_path": args.baseline, "baseline_rows": baseline_rows,
