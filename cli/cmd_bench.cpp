@@ -24,6 +24,7 @@ using nlohmann::json;
 
 struct BenchOptions {
   std::string template_name, config_json, suite = "quick", manifest, templates_dir, cache_dir;
+  std::string db;  ///< --db: a template of that DB's proposer hook or idea queue (cli/variant_request.hpp)
   std::vector<std::string> defines;  ///< NAME=VALUE macros outside the space (measurement-only switches)
   std::vector<std::string> nvrtc_options;  ///< extra NVRTC options (measurement: other code of the same config)
   std::int64_t root_seed = 0;
@@ -43,7 +44,7 @@ std::string family_medians_text(const std::map<Family, double>& m, double scale)
 }
 
 void run_bench(const BenchOptions& o) {
-  const VariantRequest vr = resolve_variant("bench", o.templates_dir, o.template_name, o.config_json, o.defines);
+  const VariantRequest vr = resolve_variant("bench", o.templates_dir, o.template_name, o.config_json, o.defines, o.db);
   const TemplateSpace& space = vr.space;
   const Config& config = vr.config;
   std::vector<std::string> extra_options = vr.extra_options;
@@ -156,6 +157,7 @@ void add_bench_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("bench", "time one config of a template on a suite through an isolated worker; "
                                           "per case latency, TFLOP/s, GB/s, % of the roofline floor, max diffs");
   cmd->add_option("--template", o->template_name, "template name (kernels_templates/<name>.json)")->required();
+  cmd->add_option("--db", o->db, kTemplateDbHelp);
   cmd->add_option("--config", o->config_json, "config as JSON; parameters it does not name take the template's default");
   cmd->add_option("--define", o->defines,
                   "NAME=VALUE macro outside the parameter space (repeatable; measurement-only switches such as "

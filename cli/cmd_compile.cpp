@@ -21,6 +21,7 @@ namespace {
 
 struct CompileCliOptions {
   std::string template_name, config_json, templates_dir, cache_dir;
+  std::string db;  ///< --db: a template of that DB's proposer hook or idea queue (cli/variant_request.hpp)
   std::vector<std::string> nvrtc_options;
   std::string shard;  ///< "K/N": shard K of N of the space (tuner/shard.hpp, as `run --shard`)
   bool all = false, no_cache = false, show_log = false;
@@ -30,7 +31,7 @@ struct CompileCliOptions {
 
 void run_compile(const CompileCliOptions& o) {
   // The template and one config as bench takes them: --config over the template's default (cli/variant_request).
-  const VariantRequest vr = resolve_variant("compile", o.templates_dir, o.template_name, o.all ? "" : o.config_json, {});
+  const VariantRequest vr = resolve_variant("compile", o.templates_dir, o.template_name, o.all ? "" : o.config_json, {}, o.db);
   TemplateSpace space = vr.space;
 
   std::vector<Config> configs;
@@ -105,6 +106,7 @@ void add_compile_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("compile", "NVRTC-compile configs of a template and print their resources "
                                             "(no GPU needed); exits 1 if any config fails");
   cmd->add_option("--template", o->template_name, "template name (kernels_templates/<name>.json)")->required();
+  cmd->add_option("--db", o->db, kTemplateDbHelp);
   auto* config = cmd->add_option("--config", o->config_json, "one config as JSON, e.g. '{\"BLOCK_N\":64}'; parameters "
                                                                "it does not name take the template's default");
   auto* all = cmd->add_flag("--all", o->all, "every valid config of the parameter space")->excludes(config);

@@ -1,6 +1,6 @@
 // `attn-tuner db merge OUT IN...` (one DB from the shards of a Slurm job array, docs/scale-out.md) and
-// `attn-tuner db migrate DB` (bring an older DB to this build's schema version, e.g. before a merge) and
-// `attn-tuner db cubin-hashes DB` (record the cubin hashes an older DB lacks: export/cubin_backfill.hpp).
+// `attn-tuner db migrate --db DB` (bring an older DB to this build's schema version, e.g. before a merge) and
+// `attn-tuner db cubin-hashes --db DB` (record the cubin hashes an older DB lacks: export/cubin_backfill.hpp).
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -12,6 +12,16 @@
 #include "db/store.hpp"
 
 namespace attn {
+namespace {
+
+/// --db DB, as every command takes its DB (docs/cli.md); the DB as a positional argument, this command's older
+/// spelling, still works. Both at once is bad usage.
+void add_db_options(CLI::App* cmd, std::string& path) {
+  auto* named = cmd->add_option("--db", path, "experiment DB")->capture_default_str();
+  cmd->add_option("db", path, "the same, as an argument (older spelling)")->excludes(named);
+}
+
+}  // namespace
 
 void add_db_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("db", "whole-DB operations: merge the DBs of several daemons, migrate, record cubin hashes");
@@ -40,8 +50,8 @@ void add_db_command(CLI::App& app) {
   });
 
   auto* migrate = cmd->add_subcommand("migrate", "bring a DB to this attn-tuner's schema version");
-  auto path = std::make_shared<std::string>();
-  migrate->add_option("db", *path, "experiment DB")->required();
+  auto path = std::make_shared<std::string>("runs/attn-tuner.db");
+  add_db_options(migrate, *path);
   migrate->callback([path] {
     if (!std::filesystem::exists(*path)) throw CliError("no experiment DB at " + *path);
     int before = 0;
@@ -57,10 +67,10 @@ void add_db_command(CLI::App& app) {
   auto* hashes = cmd->add_subcommand(
       "cubin-hashes", "record the cubin hash of the variants an export takes (or --all), compiled from today's "
                       "templates where they still match, so that a later refactor of a template still exports");
-  auto hdb = std::make_shared<std::string>();
+  auto hdb = std::make_shared<std::string>("runs/attn-tuner.db");
   auto htemplates = std::make_shared<std::string>();
   auto hall = std::make_shared<bool>(false);
-  hashes->add_option("db", *hdb, "experiment DB (migrated to this schema version first)")->required();
+  add_db_options(hashes, *hdb);
   hashes->add_option("--templates", *htemplates, "kernel templates folder (default: the source tree's)");
   hashes->add_flag("--all", *hall, "every variant that compiled, not only those an export takes (slow: NVRTC each)");
   hashes->callback([hdb, htemplates, hall] {

@@ -280,6 +280,8 @@ void run_export(const ExportOptions& o) {
     if (v.provenance.contains("source_note"))
       std::printf("    %s\n", v.provenance["source_note"].get<std::string>().c_str());
   }
+  for (const auto& d : plan.provenance.value("not_exported", nlohmann::json::array()))
+    std::printf("%s", fmt::format("  not exported: {} ({})\n", d.value("variant", ""), d.value("why", "")).c_str());
   print_buckets(plan.provenance);
   std::fflush(stdout);
   if (!o.harness.empty()) run_harness_check(o, plan);

@@ -31,6 +31,7 @@
 #include "cli/commands.hpp"
 #include "cli/query_ideas.hpp"
 #include "cli/read_suite.hpp"
+#include "db/champion_score.hpp"
 #include "db/iters_tsv.hpp"
 #include "db/store.hpp"
 #include "db/text_table.hpp"
@@ -99,15 +100,20 @@ const std::vector<std::string> kIterationColumns = {
 void run_best(const QueryOptions& o) {
   auto db = open_db(o);
   auto champions = db.champions(o.suite_filter());
-  TextTable table{{"suite", "scope", "iter", "score_ms", "geomean_ms", "status", "template", "params", "promoted_at"},
+  // score_ms: the champion's score (db/champion_score.hpp, the number `status` and `export` show); aba_b_ms: its
+  // time in the A/B/A re-timing that promoted it.
+  TextTable table{{"suite", "scope", "iter", "score_ms", "aba_b_ms", "status", "template", "params", "promoted_at"},
                   {}};
   auto json = nlohmann::json::array();
   for (const auto& c : champions) {
     auto it = db.iteration(c.iteration_id);
-    table.rows.push_back({c.suite, to_string(c.scope), std::to_string(c.iteration_id), format_ms(c.score_ms),
-                          it ? format_ms(it->geomean_ms) : "-", it ? to_string(it->status) : "-",
+    const std::optional<double> score = it ? champion_score_ms(c.scope, *it) : std::nullopt;
+    table.rows.push_back({c.suite, to_string(c.scope), std::to_string(c.iteration_id), format_ms(score),
+                          format_ms(c.score_ms), it ? to_string(it->status) : "-",
                           it ? or_dash(it->template_name) : "-", it ? or_dash(it->params) : "-", c.promoted_at});
     nlohmann::json j = c;
+    j["aba_b_ms"] = c.score_ms;
+    j["score_ms"] = score ? nlohmann::json(*score) : nlohmann::json(nullptr);
     if (it) {
       j["template"] = it->template_name;
       j["params"] = it->params;

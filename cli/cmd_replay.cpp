@@ -4,6 +4,9 @@
 // tuner/replay.hpp. The suite: db/suite_choice.hpp's rule. Templates of the proposer hook and the idea queue
 // come from the DB, as export takes them.
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -34,11 +37,33 @@ struct ReplayCliOptions {
   bool resources_ahead = false;
   bool skip_unknown = false;
   bool json = false;
+  double max_memory_gb = 4;  ///< the memory bound of a seed, GB of heap (0: none)
+  double progress_s = 10;    ///< seconds between progress lines on stderr
 };
+
+/// A progress line on stderr at most every `every_s` seconds, and at each seed's end: "replay: strategy random,
+/// fidelity ladder, seed 1/2: 240,000 configs proposed, best 0.1931 ms (+4.1 % of the target 0.1854 ms), heap
+/// 1.2 GB".
+std::function<void(const ReplayProgress&)> progress_printer(const ReplayOptions& ro, double every_s) {
+  auto last = std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());
+  const std::string what = fmt::format("strategy {}, fidelity {}", ro.strategy, to_string(ro.fidelity));
+  return [last, what, every_s](const ReplayProgress& p) {
+    const auto now = std::chrono::steady_clock::now();
+    if (!p.done && std::chrono::duration<double>(now - *last).count() < every_s) return;
+    *last = now;
+    const std::string best = p.best_ms > 0 ? fmt::format("best {:.4f} ms ({:+.1f} % of the target {:.4f} ms)", p.best_ms,
+                                                         (p.best_ms / p.target_ms - 1) * 100, p.target_ms)
+                                           : std::string("no whole-suite score yet");
+    fmt::print(stderr, "replay: {}, seed {}/{}{}: {} configs proposed, {}, heap {:.2f} GB\n", what, p.seed, p.seeds,
+               p.done ? " done" : "", p.proposals, best, double(p.memory_bytes) / 1e9);
+    std::fflush(stderr);
+  };
+}
 
 void run_replay(const ReplayCliOptions& o) {
   if (o.db.empty() == o.csv.empty()) throw CliError("replay: give exactly one of --db and --csv");
   if (o.seeds == 0) throw CliError("replay: --seeds must be at least 1");
+  if (!(o.max_memory_gb >= 0)) throw CliError("replay: --max-memory must be 0 (no bound) or a positive number of GB");
   const auto& names = strategy_names();
   for (const auto& s : o.strategies)
     if (std::find(names.begin(), names.end(), s) == names.end())
@@ -104,6 +129,8 @@ void run_replay(const ReplayCliOptions& o) {
         if (o.max_evaluations) ro.max_evaluations = o.max_evaluations;
         ro.resources_ahead = o.resources_ahead;
         ro.skip_unknown = o.skip_unknown;
+        if (o.max_memory_gb > 0) ro.max_memory_bytes = std::size_t(o.max_memory_gb * 1e9);
+        ro.progress = progress_printer(ro, o.progress_s);
         try {
           all.push_back(replay(table, spaces, ro));
         } catch (const std::invalid_argument& e) {
@@ -144,6 +171,10 @@ void add_replay_command(CLI::App& app) {
                                                    "tree); the proposer hook's and the idea queue's templates come "
                                                    "from the DB");
   cmd->add_flag("--json", o->json, "machine-readable output");
+  cmd->add_option("--max-memory", o->max_memory_gb, "memory bound: a seed stops when the heap exceeds this many GB, and "
+                                                    "the summary says so (0: no bound)")
+      ->capture_default_str();
+  cmd->add_option("--progress", o->progress_s, "seconds between progress lines on stderr")->capture_default_str();
   cmd->callback([o] { run_replay(*o); });
 }
 

@@ -22,6 +22,7 @@
 #include "proposer/idea_context.hpp"
 #include "proposer/parent_template.hpp"
 #include "report/report_cases.hpp"
+#include "db/champion_score.hpp"
 #include "db/store.hpp"
 
 namespace attn {
@@ -147,6 +148,16 @@ void run_report(const ReportOptions& o) {
     for (const auto& [hash, t] : landed_in_templates(default_templates_dir())) landed[hash] = t;
     cases["landed"] = landed;
   }
+  try {  // each champion's score by the one rule (db/champion_score.hpp), the number `status` and `query best` show
+    nlohmann::json scores = nlohmann::json::array();
+    for (const auto& c : db->champions(suite))
+      if (const auto it = db->iteration(c.iteration_id); it)
+        if (const auto ms = champion_score_ms(c.scope, *it))
+          scores.push_back({{"scope", to_string(c.scope)}, {"iteration_id", c.iteration_id}, {"score_ms", *ms}});
+    cases["champion_scores"] = scores;
+  } catch (const std::exception& e) {
+    throw CliError(fmt::format("report: cannot read the experiment DB {}: {}", o.db, e.what()));
+  }
   try {  // the champion's profile (proposer/idea_context.hpp): the report's Profile section
     cases["profile"] = {{"markdown", champion_profile_markdown(*db, suite)}};
   } catch (const std::exception& e) {
@@ -177,6 +188,7 @@ void run_report(const ReportOptions& o) {
   std::vector<std::string> args = {"--db", o.db, "--out", tmp.string(), "--suite", suite, "--cases",
                                    (tmp / "cases.json").string()};
   if (!o.baseline.empty()) args.insert(args.end(), {"--baseline", o.baseline});
+  if (db->immutable()) args.push_back("--immutable");  // read-only storage: as this process reads it
   ScriptResult r;
   try {
     r = run_python_script(python, script.string(), args);

@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.hpp"
+#include "cli/run_preflight.hpp"
 #include "daemon/stale_worker.hpp"
 #include "daemon/storage_checks.hpp"
 #include "daemon/supervise.hpp"
@@ -85,7 +86,8 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--budget", *budget, "wall-clock budget, e.g. 8h, 90m, 600s");
   cmd->add_option("--iterations", *iterations, "stop after N iterations");
   cmd->add_option("--db", o->db_path, "experiment DB (SQLite)")->capture_default_str();
-  cmd->add_option("--tsv", o->tsv_path, "iters.tsv to append to (default: beside the DB)");
+  cmd->add_option("--tsv", o->tsv_path, "the DB's log of iterations (default: beside the DB, named after it: "
+                                       "runs/attn-tuner.iters.tsv); another DB's log is refused");
   cmd->add_option("--jobs", o->compile_jobs, "NVRTC compile threads (default: all cores)");
   cmd->add_option("--compile-procs", *compile_procs,
                   "NVRTC in N compile worker processes (default: one per core; 0: in the daemon's process)");
@@ -187,6 +189,9 @@ void add_run_command(CLI::App& app) {
       if (!(o->idea_agent.retry_s >= 0)) throw CliError("--idea-agent-retry must be >= 0");
     }
     if (!worker_exe->empty()) o->worker = WorkerCommand{*worker_exe, {}};
+    // Before any work: a GPU that answers, and a log that is this DB's (cli/run_preflight.hpp).
+    require_gpu(*o);
+    require_own_tsv(*o);
     // A read-only DB or folder, an unwritable iters.tsv or cache: a clear error before anything is logged.
     check_run_storage(o->db_path, tsv_path_of(*o), o->cache_dir);
     // The DB's lock first, atomically (a second `run` gets DaemonRunning, exit 1, naming the holder), and

@@ -19,6 +19,7 @@
 #include "cli/read_suite.hpp"
 #include "daemon/stale_worker.hpp"
 #include "daemon/supervise.hpp"
+#include "db/champion_score.hpp"
 #include "db/iters_tsv.hpp"
 #include "db/store.hpp"
 
@@ -163,9 +164,9 @@ void print_status(const std::string& db_path, const std::string& suite, bool as_
   if (live_ok && live.value("shard", nlohmann::json()).is_string())
     fmt::print("shard {} of the search space\n", live["shard"].get<std::string>());
   if (eta_s) fmt::print("ETA {:.0f} min (budget, iteration limit or search space, whichever ends first)\n", *eta_s / 60);
-  if (champ_it)
+  if (champ_it)  // its score by the one rule of db/champion_score.hpp (the number `query best` shows)
     fmt::print("champion: iter {} {} ms ({} {}), window {} global {} retrieval {} ms\n", champ_it->iter,
-               format_ms(champ_it->geomean_ms), champ_it->template_name, champ_it->params,
+               format_ms(champion_score_ms(ChampionScope::overall, *champ_it)), champ_it->template_name, champ_it->params,
                format_ms(champ_it->window_ms), format_ms(champ_it->global_ms), format_ms(champ_it->retrieval_ms));
   else
     fmt::print("champion: none yet\n");

@@ -20,6 +20,7 @@ namespace {
 
 struct TraceOptions {
   std::string template_name, config_json, suite = "full", case_id, csv, templates_dir, cache_dir;
+  std::string db;  ///< --db: a template of that DB's proposer hook or idea queue (cli/variant_request.hpp)
   std::vector<std::string> defines;
   std::int64_t root_seed = 0;
   int device = 0, launches = 30;
@@ -55,7 +56,7 @@ void print_summary(const TraceSummary& s) {
 }
 
 void run_trace_command(const TraceOptions& o) {
-  const VariantRequest vr = resolve_variant("trace", o.templates_dir, o.template_name, o.config_json, o.defines);
+  const VariantRequest vr = resolve_variant("trace", o.templates_dir, o.template_name, o.config_json, o.defines, o.db);
   const CaseSpec spec = find_case(o);
   for (const auto& opt : vr.extra_options)
     if (opt.rfind("-DATTN_TRACE=", 0) == 0) throw CliError("trace: ATTN_TRACE is set by trace itself");
@@ -114,6 +115,7 @@ void add_trace_command(CLI::App& app) {
                "every role, per CTA, on one case; prints cycles per step and kv tile, and the schedule's tail");
   cmd->add_option("--template", o->template_name, "template name (one that includes blocks/trace.cuh: fa3_tma)")
       ->required();
+  cmd->add_option("--db", o->db, kTemplateDbHelp);
   cmd->add_option("--config", o->config_json, "config as JSON; parameters it does not name take the template's default");
   cmd->add_option("--define", o->defines, "NAME=VALUE macro outside the parameter space (repeatable)");
   cmd->add_option("--suite", o->suite, "built-in suite of the case (default full)");

@@ -8,6 +8,11 @@
 
 namespace attn {
 
+/// The exit codes of every command (docs/cli.md): 0 done, 1 the work failed (a run that ended failed, a config that
+/// does not compile, an invalid harness run, a bug), 2 bad usage or bad input (CLI11's parse errors and CliError);
+/// `idea check` adds its own codes for its findings (CliExit).
+inline constexpr int kBadUsageExit = 2;
+
 /// A user error: printed as "attn-tuner: <message>" with exit code 2, no stack of logs.
 struct CliError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -32,7 +37,7 @@ void add_export_command(CLI::App& app);   // export: write a challenge submissio
 void add_report_command(CLI::App& app);   // report: the morning report (HTML + PNG) from the DB
 void add_space_command(CLI::App& app);    // tuner: valid configs and parameters of each template
 void add_replay_command(CLI::App& app);   // tuner: replay a strategy against a finished DB (no GPU)
-void add_db_command(CLI::App& app);
-void add_idea_command(CLI::App& app);     // proposer: idea check FILE, idea context (the author's kit)       // db: merge DBs (Slurm shards), migrate a DB
+void add_db_command(CLI::App& app);       // db: merge DBs (Slurm shards), migrate a DB, record cubin hashes
+void add_idea_command(CLI::App& app);     // proposer: idea check FILE, idea context (the author's kit)
 
 }  // namespace attn

@@ -28,12 +28,14 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // CLI11 prints the help (--help: exit 0) or the problem; bad usage exits 2 like every CliError (docs/cli.md),
+    // not CLI11's own codes (105, 109, ...).
+    return app.exit(e) == 0 ? 0 : attn::kBadUsageExit;
   } catch (const attn::CliExit& e) {
     return e.code;
   } catch (const attn::CliError& e) {
     std::fprintf(stderr, "attn-tuner: %s\n", e.what());
-    return 2;
+    return attn::kBadUsageExit;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "attn-tuner: error: %s\n", e.what());
     return 1;

@@ -1,23 +1,44 @@
 #include "cli/variant_request.hpp"
 
+#include <filesystem>
+#include <optional>
+
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
 #include "core/templates_dir.hpp"
+#include "db/store.hpp"
+#include "tuner/proposal_template.hpp"
 
 namespace attn {
 
 VariantRequest resolve_variant(const std::string& command, const std::string& templates_dir,
                                const std::string& template_name, const std::string& config_json,
-                               const std::vector<std::string>& defines) {
+                               const std::vector<std::string>& defines, const std::string& db_path) {
   const std::string dir = templates_dir.empty() ? default_templates_dir() : templates_dir;
-  TemplateSpace space = [&] {
+  std::optional<ProposalRecord> proposal;
+  if (!db_path.empty()) {
+    if (!std::filesystem::is_regular_file(db_path)) throw CliError(fmt::format("{}: no experiment DB at {}", command, db_path));
     try {
-      return TemplateSpace::load_named(dir, template_name);
+      auto db = ExperimentDb::open(db_path, ExperimentDb::Mode::read_only);
+      proposal = db.proposal_by_template(template_name);
+    } catch (const std::exception& e) {
+      throw CliError(fmt::format("{}: cannot read the experiment DB {}: {}", command, db_path, e.what()));
+    }
+  }
+  LoadedTemplate loaded = [&] {
+    try {
+      return load_template(template_name, proposal, dir);
     } catch (const std::invalid_argument& e) {
+      const bool from_db = proposal_root_template(template_name) != template_name;  // "<root>_p<id>"
+      if (from_db && db_path.empty())
+        throw CliError(fmt::format("{}: {}; {} is a template of the proposer hook or the idea queue, which lives in "
+                                   "its DB: pass --db DB",
+                                   command, e.what(), template_name));
       throw CliError(fmt::format("{}: {}", command, e.what()));
     }
   }();
+  TemplateSpace space = std::move(loaded.space);
   Config config = space.default_config();
   if (!config_json.empty()) {
     try {
@@ -39,7 +60,7 @@ VariantRequest resolve_variant(const std::string& command, const std::string& te
                                  space.name()));
     extra_options.push_back("-D" + d);
   }
-  return {std::move(space), std::move(config), std::move(extra_options)};
+  return {std::move(space), std::move(loaded.folder), std::move(config), std::move(extra_options)};
 }
 
 }  // namespace attn

@@ -19,6 +19,7 @@
 #include "daemon/stale_worker.hpp"
 #include "daemon/storage_checks.hpp"
 #include "db/iters_tsv.hpp"
+#include "db/iters_tsv_owner.hpp"
 #include "tuner/strategy.hpp"
 
 namespace attn {
@@ -294,7 +295,7 @@ std::string suite_label(const RunOptions& o) {
 }
 
 std::string tsv_path_of(const RunOptions& o) {
-  return o.tsv_path.empty() ? (std::filesystem::path(o.db_path).parent_path() / "iters.tsv").string() : o.tsv_path;
+  return o.tsv_path.empty() ? default_iters_tsv_path(o.db_path) : o.tsv_path;
 }
 
 void validate_run_options(const RunOptions& o) {

@@ -23,7 +23,7 @@ namespace attn {
 /// Everything `attn-tuner run` takes.
 struct RunOptions {
   std::string db_path = "runs/attn-tuner.db";
-  std::string tsv_path;                 ///< "" = iters.tsv beside the DB
+  std::string tsv_path;                 ///< "" = default_iters_tsv_path(db_path) (db/iters_tsv_owner.hpp)
   std::string suite = "quick";          ///< built-in suite name (ignored when manifest is set)
   std::string manifest;                 ///< suite manifest JSON file (harness format)
   std::int64_t root_seed = 0;           ///< seeds of quick/full/broad cases
@@ -108,7 +108,7 @@ RunSummary run_tuning_loop(const RunOptions& options, StopRequest& stop);
 /// The suite label stored in the DB for these options: the built-in name, or the manifest file's stem.
 std::string suite_label(const RunOptions& options);
 
-/// The iters.tsv of these options: tsv_path, or iters.tsv beside the DB.
+/// The iters.tsv of these options: tsv_path, or the DB's default (default_iters_tsv_path: beside it, named after it).
 std::string tsv_path_of(const RunOptions& options);
 
 }  // namespace attn

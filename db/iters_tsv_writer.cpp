@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "db/iters_tsv.hpp"
+#include "db/iters_tsv_owner.hpp"
 
 namespace attn {
 
@@ -20,7 +21,18 @@ void ItersTsvWriter::remember_size() {
 
 void ItersTsvWriter::rebuild() {
   expected_size_.reset();
-  write_all(path_, all_rows_());
+  const std::vector<IterationRecord> rows = all_rows_();
+  if (!written_) {  // not written by this writer yet: whose log is it (db/iters_tsv_owner.hpp)?
+    std::string first;  // the DB's first finished iteration's line
+    for (const auto& it : rows)
+      if (it.status != IterationStatus::running) {
+        first = render_row(it);
+        break;
+      }
+    if (const auto why = iters_tsv_not_owned(path_, first)) throw std::runtime_error(*why);
+  }
+  write_all(path_, rows);
+  written_ = true;
   remember_size();
 }
 
@@ -28,6 +40,7 @@ bool ItersTsvWriter::rebuild_unless_current() {
   if (tail_) {
     const Tail t = tail_();
     if (tsv_matches(path_, t.finished, t.last ? render_row(*t.last) : std::string())) {
+      written_ = true;  // the DB's rendering as it is: this DB's log
       remember_size();
       return false;
     }

@@ -1,6 +1,7 @@
 // Keeps iters.tsv in step with the DB while the daemon runs. The DB is the source of truth; iters.tsv is
 // its rendering, so whenever the file is not exactly what this writer left (deleted, truncated, edited,
-// or a write failed half way, e.g. on a full disk) it is rebuilt from the DB instead of appended to.
+// or a write failed half way, e.g. on a full disk) it is rebuilt from the DB instead of appended to, unless
+// it has become another DB's log (db/iters_tsv_owner.hpp): that is never overwritten.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -26,7 +27,9 @@ class ItersTsvWriter {
   ItersTsvWriter(std::string path, AllRows all_rows, TailOf tail = {});
 
   /// Rewrites the file from the DB (atomically: write_all). Throws std::runtime_error naming the file
-  /// when it cannot be written (the start of a run: nothing is logged yet).
+  /// when it cannot be written (the start of a run: nothing is logged yet), or, before this writer has written
+  /// it, when it is not this DB's log (db/iters_tsv_owner.hpp: another DB's, or no log at all), which is never
+  /// overwritten; once written, later rebuilds (the file deleted, truncated or edited mid-run) need no check.
   void rebuild();
   /// rebuild(), unless the file already matches the DB's tail (tsv_matches: the header, one line per finished
   /// iteration, the last one's line): the start of a run on a night's DB, whose file the last run left in step,
@@ -48,6 +51,7 @@ class ItersTsvWriter {
   TailOf tail_;
   std::optional<std::uintmax_t> expected_size_;  ///< the file's size after our last write; none: rebuild next
   bool last_failed_ = false;
+  bool written_ = false;  ///< this writer wrote the file, or found it in step with the DB: its DB's log
   void remember_size();
 };
 

@@ -21,8 +21,8 @@ Error::Error(int extended_code, const std::string& message)
 // ---------------------------------------------------------------------------------------------------
 // Connection
 
-Connection::Connection(sqlite3* db, std::string path, bool read_only)
-    : db_(db), path_(std::move(path)), read_only_(read_only) {}
+Connection::Connection(sqlite3* db, std::string path, OpenMode mode)
+    : db_(db), path_(std::move(path)), mode_(mode) {}
 
 Connection Connection::open(const std::string& path, OpenMode mode, int busy_timeout_ms) {
   if (mode != OpenMode::read_write_create && !std::filesystem::exists(path)) {
@@ -53,20 +53,20 @@ Connection Connection::open(const std::string& path, OpenMode mode, int busy_tim
   }
   sqlite3_extended_result_codes(db, 1);
   sqlite3_busy_timeout(db, busy_timeout_ms);
-  return Connection(db, path, mode == OpenMode::read_only || mode == OpenMode::read_only_immutable);
+  return Connection(db, path, mode);
 }
 
 Connection::Connection(Connection&& other) noexcept
     : db_(std::exchange(other.db_, nullptr)),
       path_(std::move(other.path_)),
-      read_only_(other.read_only_) {}
+      mode_(other.mode_) {}
 
 Connection& Connection::operator=(Connection&& other) noexcept {
   if (this != &other) {
     if (db_) sqlite3_close_v2(db_);
     db_ = std::exchange(other.db_, nullptr);
     path_ = std::move(other.path_);
-    read_only_ = other.read_only_;
+    mode_ = other.mode_;
   }
   return *this;
 }

@@ -61,17 +61,20 @@ class Connection {
   /// False while a transaction is open (sqlite3_get_autocommit() == 0).
   bool autocommit() const;
   const std::string& path() const { return path_; }
-  bool read_only() const { return read_only_; }
+  bool read_only() const { return mode_ == OpenMode::read_only || mode_ == OpenMode::read_only_immutable; }
+  /// How it was opened: a second connection to the same file opens it the same way (a DB on read-only storage
+  /// is read immutable, ExperimentDb::open).
+  OpenMode mode() const { return mode_; }
   sqlite3* handle() const { return db_; }
 
   /// "<path>: <context>: <sqlite3_errmsg>" for the connection's last error, as an Error.
   [[noreturn]] void fail(int rc, std::string_view context) const;
 
  private:
-  Connection(sqlite3* db, std::string path, bool read_only);
+  Connection(sqlite3* db, std::string path, OpenMode mode);
   sqlite3* db_ = nullptr;
   std::string path_;
-  bool read_only_ = false;
+  OpenMode mode_ = OpenMode::read_write;
 };
 
 /// A prepared statement (sqlite3_stmt*). Parameters are 1-based, as in SQLite.

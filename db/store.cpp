@@ -257,8 +257,11 @@ std::optional<VariantRecord> ExperimentDb::variant(std::int64_t variant_id) {
 
 SqlResult ExperimentDb::sql_readonly(const std::string& query) {
   // A separate SQLITE_OPEN_READONLY connection even when this one is writable: SQLite itself then
-  // refuses any write, whatever sqlite3_stmt_readonly says about the statement.
-  auto ro = sqlite::Connection::open(path(), sqlite::OpenMode::read_only);
+  // refuses any write, whatever sqlite3_stmt_readonly says about the statement. Immutable when this one is (a DB
+  // on read-only storage, where SQLite cannot create the -shm a plain read-only connection needs: open()).
+  auto ro = sqlite::Connection::open(path(), conn_.mode() == sqlite::OpenMode::read_only_immutable
+                                                 ? sqlite::OpenMode::read_only_immutable
+                                                 : sqlite::OpenMode::read_only);
   auto st = ro.prepare(query);
   if (!st.readonly()) {
     throw std::invalid_argument(fmt::format(

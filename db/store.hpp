@@ -134,6 +134,9 @@ class ExperimentDb {
 
   const std::string& path() const { return conn_.path(); }
   bool read_only() const { return conn_.read_only(); }
+  /// Opened read-only on read-only storage, where SQLite reads it as immutable (open()); another reader of the
+  /// file (report.py) must open it the same way.
+  bool immutable() const { return conn_.mode() == sqlite::OpenMode::read_only_immutable; }
   /// The underlying connection, for tests and ad-hoc statements.
   sqlite::Connection& connection() { return conn_; }
   /// When a commit reaches the disk (the DB is in WAL mode). full (every connection opens so): each commit syncs
@@ -210,6 +213,9 @@ class ExperimentDb {
   /// The number of finished iterations (every status but running) of every suite and the last one's iter
   /// (none without any): what the end of iters.tsv must be (ItersTsvWriter::rebuild_unless_current).
   std::pair<std::size_t, std::optional<std::int64_t>> finished_tail();
+  /// The first finished iteration's iter (every suite; none without any): where the DB's iters.tsv starts
+  /// (db/iters_tsv_owner.hpp).
+  std::optional<std::int64_t> first_finished();
   /// One iteration with its case results (ordered by case_id); nullopt when unknown.
   std::optional<IterationRecord> iteration(std::int64_t iter);
   std::vector<CaseResultRecord> case_results(std::int64_t iter);

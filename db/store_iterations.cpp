@@ -301,6 +301,12 @@ std::pair<std::size_t, std::optional<std::int64_t>> ExperimentDb::finished_tail(
   return {static_cast<std::size_t>(st.column_int64(0)), st.column_opt_int64(1)};
 }
 
+std::optional<std::int64_t> ExperimentDb::first_finished() {
+  auto st = conn_.prepare("SELECT id FROM iteration_rows WHERE status != 'running' ORDER BY id LIMIT 1");
+  if (!st.step()) return std::nullopt;
+  return st.column_int64(0);
+}
+
 std::optional<IterationRecord> ExperimentDb::iteration(std::int64_t iter) {
   auto st = conn_.prepare(
       fmt::format("SELECT {} FROM {} WHERE i.id = ?", rows::kIterationColumns, rows::kIterationFrom));

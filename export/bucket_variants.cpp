@@ -19,6 +19,7 @@ const char* to_string(BucketStatus s) {
     case BucketStatus::not_exportable: return "not exportable";
     case BucketStatus::no_champion: return "no iteration measured every case";
     case BucketStatus::reference_not_measured: return "reference not measured on every case";
+    case BucketStatus::unreached: return "not exported (no dispatch rule reaches it)";
   }
   return "?";
 }

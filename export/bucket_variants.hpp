@@ -26,6 +26,7 @@ enum class BucketStatus {
   not_exportable,          ///< would gain, but its cubin / source cannot be exported (note says why)
   no_champion,             ///< no whole-suite iteration measured and passed every case of the bucket
   reference_not_measured,  ///< the variant the cases get otherwise has no passed median on every case
+  unreached,               ///< would gain, but no dispatch rule reaches its variant (outvoted): not exported
 };
 const char* to_string(BucketStatus s);
 

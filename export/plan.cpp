@@ -55,6 +55,32 @@ void check_variant(const ExportVariant& v, std::size_t index) {
 
 }  // namespace
 
+std::vector<int> drop_unreached_variants(ExportPlan& plan) {
+  std::vector<bool> reached(plan.variants.size(), false);
+  if (plan.default_variant >= 0 && std::size_t(plan.default_variant) < reached.size()) reached[plan.default_variant] = true;
+  for (const ShapeRule& r : plan.rules)
+    if (r.variant >= 0 && std::size_t(r.variant) < reached.size()) reached[r.variant] = true;
+  std::vector<int> to(plan.variants.size(), -1);
+  std::vector<ExportVariant> kept;
+  for (std::size_t i = 0; i < plan.variants.size(); ++i)
+    if (reached[i]) {
+      to[i] = int(kept.size());
+      kept.push_back(std::move(plan.variants[i]));
+    }
+  plan.variants = std::move(kept);
+  for (ShapeRule& r : plan.rules) r.variant = to[r.variant];
+  plan.default_variant = to[plan.default_variant];
+  for (auto it = plan.family_variants.begin(); it != plan.family_variants.end();) {
+    if (to[it->second] < 0) {
+      it = plan.family_variants.erase(it);  // labelled with the default, which serves its shapes no rule takes
+    } else {
+      it->second = to[it->second];
+      ++it;
+    }
+  }
+  return to;
+}
+
 bool ShapeRule::matches(int batch_size, int num_heads, int t_max, int col_width) const {
   return min_batch_size <= batch_size && batch_size <= max_batch_size && min_num_heads <= num_heads &&
          num_heads <= max_num_heads && min_t_max <= t_max && t_max <= max_t_max && min_col_width <= col_width &&

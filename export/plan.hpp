@@ -72,6 +72,13 @@ struct ExportPlan {
 /// with min > max or a bound below 1 (t_max below 128).
 void check_export_plan(const ExportPlan& plan);
 
+/// Removes every variant that no call reaches, neither the default nor any rule's: setup() would load and
+/// self-check it and no call would ever launch it (issue 48 item 6: the research DB's global-family champion lost all
+/// its cases to the overall champion, which is faster on each). The others keep their order; rules, the default
+/// and family_variants are renumbered; a family whose variant is removed is served by, and labelled with, the
+/// default. Returns the old index -> new index (-1: removed).
+std::vector<int> drop_unreached_variants(ExportPlan& plan);
+
 /// The variant a call with these sizes gets: the first matching rule's, else default_variant. The same
 /// rule as pick_variant() in the generated attn_tuner_dispatch.py.
 int pick_variant(const ExportPlan& plan, int batch_size, int num_heads, int t_max, int col_width);

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/templates_dir.hpp"
+#include "db/champion_score.hpp"
 #include "db/suite_choice.hpp"
 #include "export/bucket_variants.hpp"
 #include "export/db_variant.hpp"
@@ -166,10 +167,9 @@ ExportPlan build_export_plan(ExperimentDb& db, const DbExportOptions& options) {
                                                 templates_dir, db.proposal_by_template(c.variant.template_name)));
     add_idea(db, plan.variants.back().provenance);
     measured.push_back({c.variant.id, &c.iteration});
-    // Same measure as the held-out score (the suite geomean): the A/B/A score of the overall champion,
-    // the first-look geomean of a family-only champion.
-    const bool overall = c.record.scope == ChampionScope::overall;
-    add_tuned_and_holdout(db, c.iteration, overall ? std::optional<double>(c.record.score_ms) : c.iteration.geomean_ms,
+    // The suite score it was chosen with, the measure of the held-out check (holdout_checks.tuned_ms): the overall
+    // champion's score by the one rule (db/champion_score.hpp), the suite geomean of a family-only champion too.
+    add_tuned_and_holdout(db, c.iteration, champion_score_ms(ChampionScope::overall, c.iteration),
                           plan.variants.back().provenance);
   }
   plan.default_variant = 0;
@@ -251,15 +251,31 @@ ExportPlan build_export_plan(ExperimentDb& db, const DbExportOptions& options) {
     if (!serves) b.note = "no dispatch rule: its shapes are outvoted by overlapping cases of other buckets";
   }
 
+  // Only variants a call reaches are exported (drop_unreached_variants): a family champion whose every case went to
+  // a faster variant, a bucket champion outvoted by overlapping cases.
+  std::vector<std::string> names;  // before dropping: the rows below name references and champions by it
+  for (const ExportVariant& v : plan.variants) names.push_back(v.name);
+  const std::vector<int> kept = drop_unreached_variants(plan);
+  nlohmann::json not_exported = nlohmann::json::array();
+  for (std::size_t i = 0; i < kept.size(); ++i)
+    if (kept[i] < 0)
+      not_exported.push_back({{"variant", names[i]},
+                              {"why", "no dispatch rule reaches it: every case it was chosen for goes to another "
+                                      "variant"}});
+  for (BucketRow& b : buckets)
+    if (b.variant >= 0 && kept[static_cast<std::size_t>(b.variant)] < 0) {
+      b.status = BucketStatus::unreached;
+      b.variant = -1;
+    }
   nlohmann::json champion_rows = nlohmann::json::array();
   for (const Champion& c : champions)
     champion_rows.push_back({{"scope", to_string(c.record.scope)},
                              {"iteration", c.record.iteration_id},
-                             {"score_ms", c.record.score_ms},
+                             {"score_ms", champion_score_ms(c.record.scope, c.iteration).value_or(c.record.score_ms)},
+                             {"aba_b_ms", c.record.score_ms},
                              {"promoted_at", c.record.promoted_at},
-                             {"variant", plan.variants[static_cast<std::size_t>(index_of_variant.at(c.variant.id))].name}});
-  std::vector<std::string> names;
-  for (const ExportVariant& v : plan.variants) names.push_back(v.name);
+                             {"variant", names[static_cast<std::size_t>(index_of_variant.at(c.variant.id))]},
+                             {"exported", kept[static_cast<std::size_t>(index_of_variant.at(c.variant.id))] >= 0}});
   const auto run = db.run(champions.front().iteration.run_id);
   plan.provenance = {{"db", db.path()},
                      {"suite", suite},
@@ -270,7 +286,8 @@ ExportPlan build_export_plan(ExperimentDb& db, const DbExportOptions& options) {
                      {"override_margin", options.override_margin},
                      {"buckets_enabled", options.buckets},
                      {"bucket_margin", options.bucket_margin},
-                     {"buckets", bucket_rows_json(buckets, names)}};
+                     {"buckets", bucket_rows_json(buckets, names)},
+                     {"not_exported", not_exported}};
   check_export_plan(plan);
   return plan;
 }

@@ -74,6 +74,68 @@ def run_rows(data, now=None):
     return rows
 
 
+class SearchClock:
+    """Search time: seconds inside the runs, the wall-clock gaps between them cut out (a DB resumed over two days
+    holds a few hours of runs: on wall-clock time its plots were 50 h of gaps). Runs are laid end to end in order
+    of their start; a time inside run r maps to the runs before r plus the time since r started, clamped to r's
+    span. `runs`: run_rows() output (id, start, end)."""
+
+    def __init__(self, runs):
+        self.spans = []  # (run id, start, duration s, offset s), in order of start
+        offset = 0.0
+        for r in sorted(runs, key=lambda r: r["start"]):
+            duration = max((r["end"] - r["start"]).total_seconds(), 0.0)
+            self.spans.append((r["id"], r["start"], duration, offset))
+            offset += duration
+        self.total_s = offset
+        self._by_id = {s[0]: s for s in self.spans}
+
+    def seconds(self, t, run_id=None):
+        """Search seconds of wall-clock time `t` (aware datetime) in run `run_id`, or, without it, in the latest
+        run started at or before t (the first run for an earlier t)."""
+        span = self._by_id.get(run_id)
+        if span is None:
+            span = self.spans[0]
+            for s in self.spans:
+                if s[1] <= t:
+                    span = s
+        _, start, duration, offset = span
+        return offset + min(max((t - start).total_seconds(), 0.0), duration)
+
+    def run_spans(self):
+        """[(run id, start s, end s)] in search seconds."""
+        return [(rid, off, off + d) for rid, _, d, off in self.spans]
+
+
+def highlighted_templates(its, lineage, most=8):
+    """The templates a score plot colours (the rest are drawn as one grey group): those of the champion's lineage
+    (`lineage`: template names, root first), then the templates with the most scored iterations, `most` in all."""
+    counts = {}
+    for it in its:
+        counts[it["template"]] = counts.get(it["template"], 0) + 1
+    out = [t for t in lineage if t in counts][-most:]
+    for t, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        if len(out) >= most:
+            break
+        if t not in out:
+            out.append(t)
+    return out
+
+
+def axis_window(values, keep=0.9, floor=3.0, margin=1.15):
+    """(lo, hi) of a bar axis that shows the bulk of `values` (signed, e.g. ideas' Δ %): each side reaches its most
+    extreme value times `margin` (at least `floor` times it), but no further than the `keep` quantile of |value|
+    times `margin` (at least `floor` times it); values beyond are drawn cut at the edge with their value written.
+    One outlier (an idea 124 % slower) no longer squeezes the ±3 % effects that matter."""
+    if not values:
+        return -floor * margin, floor * margin
+    mags = sorted(abs(v) for v in values)
+    half = max(mags[min(len(mags) - 1, int(math.ceil(keep * len(mags))) - 1)], floor) * margin
+    lo = -min(max(floor, -min(values)) * margin, half)
+    hi = min(max(floor, max(values)) * margin, half)
+    return lo, hi
+
+
 def best_so_far(its):
     """[(iteration, best score so far in ms)] in iteration order."""
     out, best = [], math.inf
@@ -180,6 +242,17 @@ def case_metrics(case_rows, work, ceilings):
 def geomean(xs):
     xs = [x for x in xs if x and x > 0]
     return math.exp(statistics.fmean(math.log(x) for x in xs)) if xs else None
+
+
+def set_champion_scores(data, cases_path):
+    """Gives each champion of `data` its score ("score_ms": the one rule of db/champion_score.hpp, the number
+    `status` and `query best` show, written by `attn-tuner report` into cases.json "champion_scores") and keeps the
+    champions table's own column, the A/B/A re-timing that promoted it, as "aba_b_ms"."""
+    with open(cases_path) as f:
+        scores = {(c["scope"], c["iteration_id"]): c["score_ms"] for c in json.load(f).get("champion_scores", [])}
+    for c in data["champions"]:
+        c["aba_b_ms"] = c["score_ms"]
+        c["score_ms"] = scores.get((c["scope"], c["iteration_id"]))
 
 
 def bucket_champions(data, cases_path):

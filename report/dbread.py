@@ -9,9 +9,11 @@ class ReportError(Exception):
     """A problem the user can fix (bad input, nothing to report): printed as one line, exit code 2."""
 
 
-def connect(path):
-    """Opens `path` with SQLITE_OPEN_READONLY (mode=ro); the file is never created or written."""
-    uri = pathlib.Path(path).absolute().as_uri() + "?mode=ro"
+def connect(path, immutable=False):
+    """Opens `path` with SQLITE_OPEN_READONLY (mode=ro); the file is never created or written. `immutable`: a DB on
+    read-only storage, where SQLite cannot create the -shm that mode=ro needs for a DB in WAL mode (ours), read as
+    immutable (`attn-tuner report` decides, as ExperimentDb::open does for itself)."""
+    uri = pathlib.Path(path).absolute().as_uri() + ("?immutable=1" if immutable else "?mode=ro")
     conn = sqlite3.connect(uri, uri=True)
     conn.row_factory = sqlite3.Row
     return conn

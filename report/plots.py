@@ -42,10 +42,6 @@ def time_unit(span_s):
     return 3600.0, "h"
 
 
-def _since(t, t0, unit):
-    return (t - t0).total_seconds() / unit[0]
-
-
 def _cumulative(xs, max_points=4000):
     """A cumulative count over sorted times xs as (x, count) steps, at most about max_points of them (every k-th
     and the last): a night's million iterations draw the same line from a few thousand."""
@@ -56,14 +52,25 @@ def _cumulative(xs, max_points=4000):
     return [xs[i] for i in idx], [i + 1 for i in idx]
 
 
-def timeline(out_dir, runs, iterations, t0, has_fidelity, full_value, is_full, parse_time):
-    """Cumulative finished iterations over time (all, and screened vs full when the DB records fidelity),
-    runs as shaded spans; beside it per run the wall, GPU-busy and NVRTC hours."""
+def _run_labels(ax, spans, unit, legend=True):
+    """Shades each run's span of search time (alternating colours) and names it at the top, on alternating rows so
+    that the names of short runs do not overlap; `legend`: one legend entry for the shading."""
+    for i, (rid, a, b) in enumerate(spans):
+        a, b = a / unit[0], b / unit[0]
+        ax.axvspan(a, max(b, a + 1e-4), color="tab:blue" if i % 2 == 0 else "tab:cyan", alpha=0.12, linewidth=0,
+                   label="runs (shaded)" if i == 0 and legend else None)
+        ax.annotate(f"run {rid}", (a, 1 - 0.05 * (i % 3)), xycoords=("data", "axes fraction"), va="top", fontsize=6)
+
+
+def timeline(out_dir, runs, iterations, clock, has_fidelity, full_value, is_full, parse_time):
+    """Cumulative finished iterations over search time (the runs end to end: analysis.SearchClock), all and screened
+    vs full when the DB records fidelity, runs as shaded spans; beside it per run the wall, GPU-busy and NVRTC
+    hours."""
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 3.8), gridspec_kw={"width_ratios": [2, 1]})
-    done = sorted(((parse_time(it["finished_at"]), it) for it in iterations if it["finished_at"]),
-                  key=lambda p: p[0])
-    unit = time_unit(max([(r["end"] - t0).total_seconds() for r in runs] + [1]))
-    xs = [_since(t, t0, unit) for t, _ in done]
+    done = sorted(((clock.seconds(parse_time(it["finished_at"]), it["run_id"]), it) for it in iterations
+                   if it["finished_at"]), key=lambda p: p[0])
+    unit = time_unit(max(clock.total_s, 1))
+    xs = [s / unit[0] for s, _ in done]
     ax.step(*_cumulative(xs), where="post", color="black", label="all finished")
     if has_fidelity:
         full = [x for x, (_, it) in zip(xs, done) if is_full(it, full_value)]
@@ -72,13 +79,9 @@ def timeline(out_dir, runs, iterations, t0, has_fidelity, full_value, is_full, p
         ax.step(*_cumulative(scr), where="post", color="tab:orange", label="screened")
     crash_x = [x for x, (_, it) in zip(xs, done) if it["status"] == "crash"]
     ax.step(*_cumulative(crash_x), where="post", color="tab:red", label="crashed")
-    for i, r in enumerate(runs):
-        a, b = _since(r["start"], t0, unit), _since(r["end"], t0, unit)
-        ax.axvspan(a, max(b, a + 1e-4), color="tab:blue" if i % 2 == 0 else "tab:cyan", alpha=0.12,
-                   label="runs (shaded)" if i == 0 else None)
-        ax.annotate(f"run {r['id']}", (a, 1), xycoords=("data", "axes fraction"), va="top", fontsize=7)
-    ax.set_title("Iterations over time")
-    ax.set_xlabel(f"time since the first run started ({unit[1]})")
+    _run_labels(ax, clock.run_spans(), unit)
+    ax.set_title("Iterations over search time")
+    ax.set_xlabel(f"search time: the runs end to end, gaps between them cut ({unit[1]})")
     ax.set_ylabel("iterations (cumulative)")
     ax.legend(fontsize=7, loc="lower right")
     ax.grid(alpha=0.3)
@@ -101,35 +104,58 @@ def timeline(out_dir, runs, iterations, t0, has_fidelity, full_value, is_full, p
     return _save(fig, out_dir, "timeline.png")
 
 
-def score_over_time(out_dir, its, best, promotions, t0, parse_time):
-    """Every scored iteration by template, the best-so-far line, and the overall champion's promotions."""
-    fig, ax = plt.subplots(figsize=(9, 4))
-    unit = time_unit(max((parse_time(it["finished_at"]) - t0).total_seconds() for it in its))
-    for tname in sorted({it["template"] for it in its}):
-        pts = [(_since(parse_time(it["finished_at"]), t0, unit), it["geomean_ms"])
-               for it in its if it["template"] == tname]
-        ax.scatter(*zip(*pts), s=10, alpha=0.6, label=tname)
-    bx = [_since(parse_time(it["finished_at"]), t0, unit) for it, _ in best]
-    ax.step(bx, [b for _, b in best], where="post", color="black", linewidth=1.2, label="best so far")
+TEMPLATE_COLORS = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink",
+                   "tab:olive"]  # no grey: the templates not highlighted are grey
+SCORE_WINDOW = 1.5  # the score plot's axis: up to 1.5 x the best score (the rest is counted, not drawn)
+
+
+def score_over_time(out_dir, its, best, promotions, clock, parse_time, highlighted):
+    """Every scored iteration over search time (analysis.SearchClock), the templates of `highlighted` in colours
+    and the others in one grey group, the best-so-far line and the overall champion's promotions (the last five
+    labelled with their lead). The score axis spans the best score to SCORE_WINDOW x it: the iterations above are
+    counted in the legend."""
+    fig, ax = plt.subplots(figsize=(11, 4.2))
+    unit = time_unit(max(clock.total_s, 1))
+
+    def x_of(it):
+        return clock.seconds(parse_time(it["finished_at"]), it["run_id"]) / unit[0]
+
+    _run_labels(ax, clock.run_spans(), unit, legend=False)
+    lowest = min([b for _, b in best] + [p["score_ms"] for p in promotions if p["scope"] == "overall"])
+    top = lowest * SCORE_WINDOW
+    above = sum(1 for it in its if it["geomean_ms"] > top)
+    others = [it for it in its if it["template"] not in highlighted]
+    if others:
+        n = len({it["template"] for it in others})
+        ax.scatter([x_of(it) for it in others], [it["geomean_ms"] for it in others], s=6, alpha=0.35,
+                   color="tab:gray", linewidths=0, label=f"{n} other {'template' if n == 1 else 'templates'}")
+    for k, tname in enumerate(highlighted):  # the lineage first in the legend and on top of the others
+        pts = [(x_of(it), it["geomean_ms"]) for it in its if it["template"] == tname]
+        if pts:
+            ax.scatter(*zip(*pts), s=9, alpha=0.7, linewidths=0, label=tname, zorder=3 + len(highlighted) - k,
+                       color=TEMPLATE_COLORS[k % len(TEMPLATE_COLORS)])
+    ax.step([x_of(it) for it, _ in best], [b for _, b in best], where="post", color="black", linewidth=1.3,
+            label="best so far")
     ov = [p for p in promotions if p["scope"] == "overall"]
     if ov:
-        px = [_since(parse_time(p["promoted_at"]), t0, unit) for p in ov]
-        ax.scatter(px, [p["score_ms"] for p in ov], marker="*", s=120, color="gold", edgecolor="black",
+        px = [clock.seconds(parse_time(p["promoted_at"])) / unit[0] for p in ov]
+        ax.scatter(px, [p["score_ms"] for p in ov], marker="*", s=110, color="gold", edgecolor="black",
                    zorder=5, label="champion promotion (A/B/A score)")
-        for x, p in list(zip(px, ov))[-8:]:  # the last eight: more would hide the points
+        for k, (x, p) in enumerate(list(zip(px, ov))[-5:]):  # the last five: more would hide the points
             lead, noise = p["aba"].get("lead_ms"), p["aba"].get("noise_ms")
-            if lead is not None and noise:
-                ax.annotate(f"−{lead * 1e3:.1f} µs\n(noise {noise * 1e3:.1f} µs)", (x, p["score_ms"]), fontsize=6,
-                            xytext=(4, 6), textcoords="offset points")
-    scores = [it["geomean_ms"] for it in its]
-    if max(scores) / min(scores) > 3:
-        ax.set_yscale("log")
-        ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
-        ax.yaxis.set_minor_formatter(FormatStrFormatter("%g"))
-    ax.set_title("Score over time (geomean of family medians)")
-    ax.set_xlabel(f"time since the first run started ({unit[1]})")
+            if lead is not None and noise:  # above and below in turn: promotions minutes apart sit close
+                ax.annotate(f"−{lead * 1e3:.1f} µs (noise {noise * 1e3:.1f})", (x, p["score_ms"]), fontsize=6,
+                            xytext=(-5, 7 if k % 2 else -11), textcoords="offset points", ha="right")
+    ax.set_ylim(lowest * 0.985, top)
+    ax.set_xlim(0, clock.total_s / unit[0])
+    ax.set_title("Score over search time (geomean of family medians)")
+    ax.set_xlabel(f"search time: the runs end to end, gaps between them cut ({unit[1]})")
     ax.set_ylabel("score (ms)")
-    ax.legend(fontsize=7, ncol=2, loc="best")
+    handles, labels = ax.get_legend_handles_labels()
+    if above:
+        handles.append(plt.Line2D([], [], linestyle="none"))
+        labels.append(f"{above} iterations above {top:.3g} ms not drawn")
+    ax.legend(handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     ax.grid(alpha=0.3)
     return _save(fig, out_dir, "score.png")
 
@@ -184,8 +210,8 @@ def interactions(out_dir, tname, its, pairs, values, file_name):
         for i in range(len(va)):
             for j in range(len(vb)):
                 if count[i, j]:
-                    r, g, b, _ = im.cmap(im.norm(grid[i, j]))
-                    ink = "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"  # readable on the cell
+                    red, green, blue, _ = im.cmap(im.norm(grid[i, j]))  # not b: the pair's second parameter
+                    ink = "black" if 0.299 * red + 0.587 * green + 0.114 * blue > 0.5 else "white"  # readable
                     ax.text(j, i, f"{grid[i, j]:.3g}\nn={count[i, j]}", ha="center", va="center", fontsize=6,
                             color=ink)
         ax.set_xticks(range(len(vb)), [str(v) for v in vb], fontsize=7)
@@ -198,32 +224,51 @@ def interactions(out_dir, tname, its, pairs, values, file_name):
     return _save(fig, out_dir, file_name)
 
 
+def _side_labels(ax, points, texts, fontsize=6):
+    """Names points in a column beside the axes, in the order of their heights, each joined to its point by a thin
+    line: labels written at the points overlapped where cases of one shape sit close together."""
+    order = sorted(range(len(points)), key=lambda k: -points[k][1])
+    n = len(order)
+    for rank, k in enumerate(order):
+        y = 1.0 - (rank + 0.5) / n if n > 1 else 0.5
+        ax.annotate(texts[k], points[k], xycoords="data", xytext=(1.03, y), textcoords="axes fraction",
+                    fontsize=fontsize, va="center", annotation_clip=False,
+                    arrowprops={"arrowstyle": "-", "color": "0.6", "linewidth": 0.5, "shrinkA": 0, "shrinkB": 2})
+
+
 def roofline(out_dir, champ_rows, baseline_rows, ceilings, title):
-    """Achieved TFLOP/s over arithmetic intensity (FLOP/byte) for the champion's cases, under the
-    ceilings min(peak, intensity x bandwidth)."""
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    """Achieved TFLOP/s over arithmetic intensity (FLOP/byte) for the champion's cases, under the ceilings
+    min(peak, intensity x bandwidth); the axes span the cases and the ridge point, the case names stand in a
+    column at the right, each joined to its point."""
+    fig, ax = plt.subplots(figsize=(8, 4.4))
     ai = [r["work"]["flops"] / r["work"]["bytes"] for r in champ_rows]
-    lo, hi = min(ai) / 4, max(ai) * 4
-    x = np.geomspace(min(lo, 1.0), max(hi, 2 * ceilings["tflops"] / ceilings["tbps"]), 200)
+    ridge = ceilings["tflops"] / ceilings["tbps"]
+    bpts = [(r["work"]["flops"] / r["work"]["bytes"], r["work"]["flops"] / (r["baseline_us"] * 1e-6) / 1e12)
+            for r in baseline_rows if r.get("work") and r.get("baseline_us")]
+    tf = [r["tflops"] for r in champ_rows if r["tflops"]] + [p[1] for p in bpts]
+    x = np.geomspace(min(ai + [ridge]) / 2, max(ai + [ridge]) * 2, 200)
     ax.plot(x, np.minimum(ceilings["tflops"], x * ceilings["tbps"]), color="black",
             label=f"roofline ({ceilings['tflops']:g} TFLOP/s, {ceilings['tbps']:g} TB/s)")
     for fam, marker in FAMILY_MARKER.items():
         pts = [(a, r["tflops"]) for a, r in zip(ai, champ_rows) if r["family"] == fam and r["tflops"]]
         if pts:
-            ax.scatter(*zip(*pts), marker=marker, s=30, label=f"champion, {FAMILY_SHORT[fam]}")
-    for a, r in zip(ai, champ_rows):
-        if r["tflops"]:
-            ax.annotate(r["case_id"], (a, r["tflops"]), fontsize=6, xytext=(3, -8), textcoords="offset points")
-    bpts = [(r["work"]["flops"] / r["work"]["bytes"], r["work"]["flops"] / (r["baseline_us"] * 1e-6) / 1e12)
-            for r in baseline_rows if r.get("work") and r.get("baseline_us")]
+            ax.scatter(*zip(*pts), marker=marker, s=30, label=f"champion, {FAMILY_SHORT[fam]}", zorder=3)
+    labelled = [((a, r["tflops"]), r["case_id"]) for a, r in zip(ai, champ_rows) if r["tflops"]]
     if bpts:
         ax.scatter(*zip(*bpts), marker="o", s=30, facecolors="none", edgecolors="tab:red", label="baseline")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.set_xlim(x[0], x[-1])
+    ax.set_ylim(min(tf) / 2, ceilings["tflops"] * 1.6)
+    for axis in (ax.xaxis, ax.yaxis):  # plain numbers: a zoomed log axis may hold one power of ten or none
+        axis.set_major_formatter(FormatStrFormatter("%g"))
+        axis.set_minor_formatter(FormatStrFormatter("%g"))
+    ax.tick_params(which="minor", labelsize=6)
+    _side_labels(ax, [p for p, _ in labelled], [t for _, t in labelled])
     ax.set_title(title)
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("achieved (TFLOP/s)")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left")
     ax.grid(alpha=0.3, which="both")
     return _save(fig, out_dir, "roofline.png")
 
@@ -262,29 +307,43 @@ def baseline(out_dir, rows, label):
     return _save(fig, out_dir, "baseline.png")
 
 
-def ideas(out_dir, ranked):
-    """The idea queue's measured ideas, ranked: each idea's effect on the suite score against its parent
-    (delta %, A/B/A re-timing; negative is faster) as a bar coloured by its verdict, with the champion rule's
-    noise (± noise %) as an error bar and as a band around the bar's end."""
-    fig, ax = plt.subplots(figsize=(8, max(2.4, 0.42 * len(ranked) + 1.4)))
-    y = np.arange(len(ranked))
+def ideas(out_dir, ranked, broken=()):
+    """The idea queue's measured ideas, ranked: each idea's effect on the suite score against its parent (delta %,
+    A/B/A re-timing; negative is faster) as a bar coloured by its verdict, with the champion rule's noise (± noise
+    %) as an error bar and as a band around the bar's end; the broken ideas below them, named with their kind. The
+    axis spans the bulk of the effects (analysis.axis_window): a bar beyond it is cut at the edge and its value
+    written there."""
+    from analysis import axis_window
+    rows = list(ranked) + list(broken)
+    fig, ax = plt.subplots(figsize=(8, max(2.4, 0.3 * len(rows) + 1.6)))
+    y = np.arange(len(rows))
+    lo, hi = axis_window([i["delta_pct"] for i in ranked])
     for k, i in enumerate(ranked):
         d, n = i["delta_pct"], i["noise_pct"] or 0.0
-        ax.barh(k, d, 0.6, color=VERDICT_COLOR.get(i["verdict"], "tab:blue"))
-        if n:
+        shown = min(max(d, lo), hi)
+        ax.barh(k, shown, 0.6, color=VERDICT_COLOR.get(i["verdict"], "tab:blue"))
+        if shown != d:  # cut at the axis' edge: its value written inside the bar's end
+            ax.annotate(f"{d:+.1f} % →" if d > 0 else f"← {d:+.1f} %", (shown, k), fontsize=6, va="center",
+                        ha="right" if d > 0 else "left", xytext=(-3 if d > 0 else 3, 0), textcoords="offset points",
+                        color="white", fontweight="bold")
+        elif n:
             ax.fill_betweenx([k - 0.38, k + 0.38], d - n, d + n, color="black", alpha=0.12, linewidth=0)
-            ax.errorbar(d, k, xerr=n, fmt="none", ecolor="black", capsize=3, linewidth=1)
+            ax.errorbar(d, k, xerr=n, fmt="none", ecolor="black", capsize=2, linewidth=0.8)
+    for k, i in enumerate(broken, len(ranked)):
+        ax.annotate(f"broken ({i['broken_kind'] or 'no kind'}): no effect measured", (0, k), fontsize=6, va="center",
+                    xytext=(4, 0), textcoords="offset points", color=VERDICT_COLOR["broken"])
     for verdict, color in VERDICT_COLOR.items():
-        if any(i["verdict"] == verdict for i in ranked):
+        if any(i["verdict"] == verdict for i in rows):
             ax.barh(0, 0, 0, color=color, label=verdict)  # legend entries only
-    ax.errorbar([], [], xerr=[], fmt="none", ecolor="black", capsize=3, label="± noise (A/B/A)")
+    ax.errorbar([], [], xerr=[], fmt="none", ecolor="black", capsize=2, label="± noise (A/B/A)")
     ax.axvline(0, color="black", linewidth=0.8)
-    labels = [f"#{i['id']} {i['file']}" for i in ranked]
-    ax.set_yticks(y, [t if len(t) <= 38 else t[:37] + "…" for t in labels], fontsize=7)
-    ax.invert_yaxis()  # the best on top
+    labels = [f"#{i['id']} {i['file']}" for i in rows]
+    ax.set_yticks(y, [t if len(t) <= 38 else t[:37] + "…" for t in labels], fontsize=6)
+    ax.set_ylim(len(rows) - 0.5, -0.5)  # the best on top
+    ax.set_xlim(lo, hi)
     ax.set_title("Ideas ranked by measured effect vs their parent")
     ax.set_xlabel("score change vs parent (%; negative = faster)")
     ax.set_ylabel("idea (best first)")
-    ax.legend(fontsize=7, loc="best")
+    ax.legend(fontsize=7, loc="upper right")
     ax.grid(axis="x", alpha=0.3)
     return _save(fig, out_dir, "ideas.png")

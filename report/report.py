@@ -3,7 +3,7 @@
 its PNG images beside it. Run by `attn-tuner report`, which also writes OUT/cases.json (per-case FLOPs,
 bytes and roofline floor from workload/roofline); docs/report.md describes the sections.
 
-usage: report.py --db DB --out DIR --suite S --cases DIR/cases.json [--baseline FILE]
+usage: report.py --db DB --out DIR --suite S --cases DIR/cases.json [--baseline FILE] [--immutable]
 Exit codes: 0 written, 2 a problem with the input (one line on stderr), 1 a bug (traceback)."""
 import argparse
 import datetime as dt
@@ -19,7 +19,7 @@ import sections
 
 def build(args):
     out = pathlib.Path(args.out)
-    conn = dbread.connect(args.db)
+    conn = dbread.connect(args.db, args.immutable)
     present = dbread.suites(conn)
     if not present:
         raise dbread.ReportError(f"{args.db} has no runs yet: nothing to report (start one with `attn-tuner run`)")
@@ -37,6 +37,7 @@ def build(args):
         return an.case_metrics(data["cases"].get(it["id"], []), work_by_run.get(it["run_id"], {}), ceilings)
 
     its_by_id = {it["id"]: it for it in data["iterations"]}
+    an.set_champion_scores(data, args.cases)
     champion_metrics = {c["iteration_id"]: metrics_of(its_by_id[c["iteration_id"]])
                         for c in data["champions"] if c["iteration_id"] in its_by_id}
     overall = next((c for c in data["champions"] if c["scope"] == "overall"), None)
@@ -45,7 +46,7 @@ def build(args):
         for m in champion_metrics.get(overall["iteration_id"], []):
             if m["case_id"] in baseline[0] and m["us"]:
                 baseline_rows.append(dict(m, baseline_us=baseline[0][m["case_id"]]))
-    ctx = {"out": out, "t0": runs[0]["start"], "runs": runs, "scored": scored, "ceilings": ceilings,
+    ctx = {"out": out, "clock": an.SearchClock(runs), "runs": runs, "scored": scored, "ceilings": ceilings,
            "champion_metrics": champion_metrics, "metrics_of": metrics_of,
            "buckets": an.bucket_champions(data, args.cases), "baseline": baseline,
            "baseline_path": args.baseline, "baseline_rows": baseline_rows,
@@ -82,6 +83,8 @@ def main(argv):
     p.add_argument("--suite", required=True)
     p.add_argument("--cases", required=True, help="cases.json written by `attn-tuner report`")
     p.add_argument("--baseline")
+    p.add_argument("--immutable", action="store_true",
+                   help="the DB is on read-only storage: read it as immutable (attn-tuner report decides)")
     args = p.parse_args(argv)
     try:
         build(args)

@@ -38,7 +38,7 @@ def timeline(data, ctx):
     if not its:
         body += note(f"No iterations of suite {data['suite']} yet.", "no-iterations")
     else:
-        body += img(plots.timeline(ctx["out"], runs, its, ctx["t0"], data["has_fidelity"], fv, an.is_full,
+        body += img(plots.timeline(ctx["out"], runs, its, ctx["clock"], data["has_fidelity"], fv, an.is_full,
                                    an.parse_time), "iterations over time and time per run")
     rows = []
     for r in runs:
@@ -55,6 +55,13 @@ def timeline(data, ctx):
              "time summed over the compile threads, overlapped with the GPU. configs/h: finished iterations per "
              "wall hour of the run.</p>\n")
     return "timeline", "Run timeline", body
+
+
+def _lineage_templates(data):
+    """The overall champion's lineage as template names, root first ([] without a champion)."""
+    overall = next((c for c in data["champions"] if c["scope"] == "overall"), None)
+    it = next((it for it in data["iterations"] if overall and it["id"] == overall["iteration_id"]), None)
+    return [s["template"] for s in an.champion_lineage(it["template"], data["ideas"], data["proposals"])] if it else []
 
 
 def _promotion_row(p):
@@ -82,8 +89,9 @@ def score(data, ctx):
     if data["has_fidelity"]:
         body += " Screened (low-fidelity) iterations are left out here: their scores cover only part of the suite."
     body += "</p>\n"
-    body += img(plots.score_over_time(ctx["out"], its, best, promotions, ctx["t0"], an.parse_time),
-                "score over time")
+    body += img(plots.score_over_time(ctx["out"], its, best, promotions, ctx["clock"], an.parse_time,
+                                      an.highlighted_templates(its, _lineage_templates(data))),
+                "score over search time")
     header = ["#", "promoted", "scope", "iter", "replaced iter", "replaced ms", "score ms", "A1 ms", "B ms",
               "A2 ms", "lead µs", "noise µs", "lead/noise"]
     overall = [p for p in promotions if p["scope"] == "overall"]
@@ -168,10 +176,13 @@ def champions(data, ctx):
     for c in champs:
         it = its_by_id.get(c["iteration_id"], {})
         rows.append([esc(c["scope"]), num(f"champion.{c['scope']}.iter", c["iteration_id"]),
-                     num(f"champion.{c['scope']}.score_ms", fmt(c["score_ms"])), fmt(it.get("geomean_ms")),
+                     num(f"champion.{c['scope']}.score_ms", fmt(c["score_ms"])), fmt(c["aba_b_ms"]),
                      esc(it.get("template", "-")), esc(params_of(it)), esc(c["promoted_at"])])
-    body += table(["scope", "iter", "score ms (A/B/A)", "geomean ms (first timing)", "template", "params",
-                   "promoted"], rows, text_cols=(0, 4, 5, 6))
+    body += table(["scope", "iter", "score ms", "A/B/A B ms (its promotion)", "template", "params", "promoted"], rows,
+                  text_cols=(0, 4, 5, 6))
+    body += ('<p class="small">Score: the champion iteration\'s whole-suite score as the search measured it (the '
+             "family's median for a family champion), the number <code>status</code> and <code>query best</code> "
+             "show; A/B/A B: its time in the back-to-back re-timing against the incumbent that promoted it.</p>\n")
     by_scope = {c["scope"]: c for c in champs}
     for scope in ["overall"] + FAMILY_SCOPES:
         c = by_scope.get(scope)
@@ -339,7 +350,7 @@ def ideas(data, ctx):
     body += "<h3>The champion's lineage</h3>\n" + _lineage_html(data, ctx)
     if measured:
         body += "<h3>Ranked by measured effect</h3>\n"
-        body += img(plots.ideas(ctx["out"], measured), "ideas ranked by measured effect")
+        body += img(plots.ideas(ctx["out"], measured, broken), "ideas ranked by measured effect")
         rows = [[num(f"idea.{i['id']}.rank", k), str(i["id"]), esc(i["file"]), esc(_short(i["description"], 70)),
                  esc(i["parent_template"]), esc(i["template"] or "-"), _verdict(i, ctx.get("landed", {})),
                  num(f"idea.{i['id']}.delta_pct", _pct(i["delta_pct"])), _pct(i["noise_pct"], False),

@@ -1,6 +1,8 @@
 // Replay of a strategy against a finished DB's answers: the engine, its summary, text and JSON.
 #include "tuner/replay.hpp"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -71,6 +73,11 @@ TemplateSpace as_recorded(TemplateSpace s, const ReplayTable& t, std::vector<std
 
 }  // namespace
 
+std::size_t heap_in_use() {
+  const struct mallinfo2 m = ::mallinfo2();
+  return m.uordblks + m.hblkhd;
+}
+
 std::optional<double> ReplayTable::best_ms(const std::vector<std::string>& only) const {
   std::optional<double> best;
   for (const auto& [name, configs] : templates)
@@ -132,11 +139,12 @@ ReplaySummary replay(const ReplayTable& table, const std::vector<TemplateSpace>&
   sum.options = o;
   sum.best_ms = *best;
   sum.screen_cost = ladder ? o.screen_cost.value_or(table.estimated_screen_cost(o.screen_samples)) : 1.0;
+  // Counted, not enumerated: the research DB's 70 templates hold 45 million valid configs, whose enumeration as
+  // Config maps took 5 GB and most of a replay's time (issue 48 item 3).
   for (const auto& s : spaces) {
-    const auto valid = s.enumerate();
-    sum.space += valid.size();
-    for (const auto& c : valid)
-      if (find_entry(lookup, s.name(), c)) ++sum.answered;
+    sum.space += s.count_valid();
+    for (const auto& [c, e] : lookup.at(s.name()))
+      if (!s.check(c)) ++sum.answered;  // a DB config that is a valid config of the space (as recorded)
   }
   const std::size_t k = o.thresholds.size();
   for (std::size_t seed = 1; seed <= o.seeds; ++seed) {
@@ -153,8 +161,20 @@ ReplaySummary replay(const ReplayTable& table, const std::vector<TemplateSpace>&
     double found = std::numeric_limits<double>::infinity();
     std::optional<double> best_screen;
     std::size_t reached = 0;
+    std::size_t proposals = 0;
+    const auto memory = [&] { return o.memory_in_use ? o.memory_in_use() : heap_in_use(); };
+    const auto report = [&](bool done) {
+      if (o.progress) o.progress({seed, o.seeds, proposals, std::isfinite(found) ? found : 0.0, *best, memory(), done});
+    };
     while (!o.max_evaluations || run.evaluations < *o.max_evaluations) {
       if (!o.max_evaluations && reached == k) break;  // the curve is complete
+      if (++proposals % std::max<std::size_t>(1, o.check_every) == 0) {
+        if (o.max_memory_bytes && memory() > *o.max_memory_bytes) {
+          run.memory_bound = true;
+          break;
+        }
+        report(false);
+      }
       const auto tp = search.next();
       if (!tp) break;
       SearchState& st = search.state(tp->template_name);
@@ -203,6 +223,8 @@ ReplaySummary replay(const ReplayTable& table, const std::vector<TemplateSpace>&
         }
     }
     run.best_ms = std::isfinite(found) ? found : 0;
+    report(true);
+    sum.memory_bound += run.memory_bound ? 1 : 0;
     sum.runs.push_back(run);
   }
   sum.reached.assign(k, 0);
@@ -255,6 +277,10 @@ std::string format_replay(const ReplaySummary& s) {
                      "not answer ({})\n",
                      s.mean_evaluations, s.mean_full, s.mean_unknown,
                      o.skip_unknown ? "skipped, not counted" : "counted as failed");
+  if (s.memory_bound)
+    out += fmt::format("  {} of {} seeds stopped at the memory bound ({:.1f} GB of heap) before every target was "
+                       "reached: their curves end there (--max-memory, --max-evaluations)\n",
+                       s.memory_bound, s.runs.size(), double(o.max_memory_bytes.value_or(0)) / 1e9);
   return out;
 }
 
@@ -282,6 +308,7 @@ std::string replay_json(const std::vector<ReplaySummary>& summaries) {
                    {"mean_evaluations", s.mean_evaluations},
                    {"mean_full_evaluations", s.mean_full},
                    {"mean_unknown", s.mean_unknown},
+                   {"memory_bound_seeds", s.memory_bound},
                    {"skip_unknown", s.options.skip_unknown}});
   }
   return all.dump(2);

@@ -4,6 +4,7 @@
 // through the fidelity ladder (tuner/fidelity.hpp).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <map>
 #include <optional>
@@ -81,7 +82,32 @@ struct ReplayOptions {
   /// (recorded as failed for the strategy, but neither an evaluation nor a cost), so the replay measures
   /// the strategy on the sampled subspace. Otherwise it counts as a failed evaluation.
   bool skip_unknown = false;
+  /// The memory bound (issue 48 item 3: a random replay of the research DB reached 14.4 GB): a seed stops when the
+  /// heap in use (memory_in_use) exceeds this many bytes, checked every `check_every` proposals; its curve ends
+  /// there and the summary says so (ReplayRun::memory_bound). None: no bound.
+  std::optional<std::size_t> max_memory_bytes;
+  /// Bytes of heap in use now; empty: heap_in_use(). Tests give their own.
+  std::function<std::size_t()> memory_in_use;
+  /// Called every `check_every` proposals and at each seed's end, with the seed's state (the CLI prints a
+  /// progress line from it); empty: nothing.
+  std::function<void(const struct ReplayProgress&)> progress;
+  /// Proposals between two looks at the memory bound and two progress calls.
+  std::size_t check_every = 4096;
 };
+
+/// Where a seed of a replay is, for a progress line.
+struct ReplayProgress {
+  std::size_t seed = 0, seeds = 0;  ///< 1-based
+  std::size_t proposals = 0;        ///< evaluations plus skipped unknown proposals of this seed so far
+  double best_ms = 0;               ///< best whole-suite score found so far (0: none)
+  double target_ms = 0;             ///< the DB's best (ReplaySummary::best_ms)
+  std::size_t memory_bytes = 0;     ///< heap in use
+  bool done = false;                ///< the seed's last call
+};
+
+/// Bytes of the process's heap in use (glibc's mallinfo2: in-use arena and mmap'ed blocks), which falls again when
+/// a seed's search state is freed, where the resident size would not.
+std::size_t heap_in_use();
 
 /// One seed's replay.
 struct ReplayRun {
@@ -94,6 +120,7 @@ struct ReplayRun {
   /// Per threshold (ReplayOptions order): evaluations and cost when the best first got within it.
   std::vector<std::optional<std::size_t>> evals_to;
   std::vector<std::optional<double>> cost_to;
+  bool memory_bound = false;    ///< stopped at ReplayOptions::max_memory_bytes
 };
 
 /// Quartiles of a sample (linear interpolation, as gpu/timing's summarize).
@@ -115,6 +142,7 @@ struct ReplaySummary {
   std::vector<std::size_t> reached;
   std::vector<std::optional<Quartiles>> evals, cost;
   double mean_unknown = 0;   ///< proposals the DB could not answer, per seed
+  std::size_t memory_bound = 0;  ///< seeds stopped at the memory bound
   double mean_evaluations = 0, mean_full = 0;
 };
 

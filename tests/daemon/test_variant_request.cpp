@@ -1,5 +1,6 @@
 // resolve_variant (cli/variant_request.hpp): how `bench` and `trace` read --config and --define, on the
 // real fa3_tma space.
+#include <cstdlib>
 #include <filesystem>
 #include <set>
 
@@ -68,6 +69,38 @@ TEST(VariantRequest, BenchPassesNvrtcOptionsFastCompileIncluded) {
   ASSERT_EQ(p.size(), 1u) << plain.text;
   ASSERT_EQ(f.size(), 1u) << fast.text;
   EXPECT_NE(*p.begin(), *f.begin()) << "-Ofc=max gives other code";
+}
+
+// --db (issue 48 item 8): a template of the DB's idea queue, named as `query best` names the champion's, is read
+// from its row in the DB (its files in a temporary folder that lives as long as the request) and compiles; without
+// --db the error says where such a template lives.
+TEST(VariantRequest, ATemplateOfTheDbsIdeaQueueIsReachedWithDb) {
+  const std::string dir = test::temp_dir("variant-db"), db = dir + "/fixture.db";
+  ASSERT_EQ(std::system(("xz -dc '" + test::data_dir() + "/../docs/fixture.db.xz' > '" + db + "'").c_str()), 0);
+  const std::string templates = test::data_dir() + "/fake_templates";
+  try {
+    resolve_variant("compile", templates, "fake_healthy_p1", "", {});
+    ADD_FAILURE() << "a DB's template was found without --db";
+  } catch (const CliError& e) {
+    EXPECT_NE(std::string(e.what()).find("fake_healthy_p1 is a template of the proposer hook or the idea queue, which "
+                                         "lives in its DB: pass --db DB"),
+              std::string::npos)
+        << e.what();
+  }
+  std::string folder;
+  {
+    const VariantRequest v = resolve_variant("compile", templates, "fake_healthy_p1", "", {}, db);
+    EXPECT_EQ(v.space.name(), "fake_healthy_p1");
+    ASSERT_TRUE(v.folder);
+    folder = *v.folder;
+    EXPECT_TRUE(std::filesystem::exists(v.space.source_path())) << v.space.source_path();
+    EXPECT_TRUE(v.config.count("FAST")) << "the idea's own parameter";
+  }
+  EXPECT_FALSE(std::filesystem::exists(folder)) << "the temporary folder outlived the request";
+  const test::Output c = test::run_tuner("compile --db '" + db + "' --templates '" + templates +
+                                         "' --template fake_healthy_p1 --cache '" + dir + "/cache'");
+  EXPECT_EQ(c.code, 0) << c.text;
+  EXPECT_NE(c.text.find("summary: 1 config(s), 1 ok"), std::string::npos) << c.text;
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "db/iters_tsv.hpp"
 #include "db/iters_tsv_writer.hpp"
+#include "db/iters_tsv_owner.hpp"
 #include "db/store.hpp"
 #include "tests/db/db_fixtures.hpp"
 #include "tests/test_support.hpp"
@@ -226,18 +227,70 @@ TEST(ItersTsvWriter, AStartKeepsAFileInStepWithTheDbAndRebuildsAnyOther) {
   { std::ofstream(path, std::ios::app) << "a note someone typed\n"; }  // a line too many
   EXPECT_TRUE(ItersTsvWriter(path, [&] { return db.rows; }, tail).rebuild_unless_current());
   EXPECT_EQ(slurp(path), render_all(db.rows));
-  {  // no header
-    const std::string text = slurp(path);
-    std::ofstream(path, std::ios::trunc) << "x" << text.substr(1);
+  // No tail to compare with: always rebuilt.
+  EXPECT_TRUE(ItersTsvWriter(path, [&] { return db.rows; }).rebuild_unless_current());
+  {  // a header cut short (only the header's start left): nothing logged, rebuilt
+    std::ofstream(path, std::ios::trunc) << "iter\tgeomean";
   }
   EXPECT_TRUE(ItersTsvWriter(path, [&] { return db.rows; }, tail).rebuild_unless_current());
   EXPECT_EQ(slurp(path), render_all(db.rows));
-  // No tail to compare with: always rebuilt.
-  EXPECT_TRUE(ItersTsvWriter(path, [&] { return db.rows; }).rebuild_unless_current());
-  db.rows.clear();  // an empty DB: the header alone
+  {  // no header: not a log, never overwritten
+    const std::string text = slurp(path);
+    std::ofstream(path, std::ios::trunc) << "x" << text.substr(1);
+  }
+  const std::string not_a_log = slurp(path);
+  try {
+    ItersTsvWriter(path, [&] { return db.rows; }, tail).rebuild_unless_current();
+    ADD_FAILURE() << "a file without the header was overwritten";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find(path + " is not an iters.tsv"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(slurp(path), not_a_log);
+  fs::remove(path);
+  EXPECT_TRUE(ItersTsvWriter(path, [&] { return db.rows; }, tail).rebuild_unless_current());
+  const std::string five = slurp(path);
+  db.rows.clear();  // a new, empty DB given this log: it is another DB's, kept as it is
+  try {
+    ItersTsvWriter(path, [&] { return db.rows; }, tail).rebuild_unless_current();
+    ADD_FAILURE() << "another DB's log was overwritten";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find(path + " is the log of another DB (it starts at iteration 1, and this DB has "
+                                                "none)"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(slurp(path), five);
+  fs::remove(path);  // the empty DB's own log: the header alone
   EXPECT_TRUE(ItersTsvWriter(path, [&] { return db.rows; }, tail).rebuild_unless_current());
   EXPECT_FALSE(ItersTsvWriter(path, [&] { return db.rows; }, tail).rebuild_unless_current());
   EXPECT_EQ(slurp(path), render_all(db.rows));
+}
+
+// A log belongs to one DB (db/iters_tsv_owner.hpp): another DB's log, whose first iteration differs, is never
+// rewritten at a start; this DB's log, truncated or with lines appended, is.
+TEST(ItersTsvOwner, ALogIsItsFirstIterationsDbs) {
+  const std::string dir = test::temp_dir("tsv-owner"), path = dir + "/iters.tsv";
+  Rows mine, other;
+  for (int i = 0; i < 4; ++i) mine.add(), other.add();
+  other.rows[0].description = "another night";
+  write_all(path, other.rows);
+  const std::string others = slurp(path);
+  EXPECT_EQ(iters_tsv_not_owned(path, render_row(other.rows[0])), std::nullopt);
+  const auto why = iters_tsv_not_owned(path, render_row(mine.rows[0]));
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("is the log of another DB (its first iteration, 1, is not this DB's first)"), std::string::npos)
+      << *why;
+  EXPECT_NE(why->find("--tsv FILE"), std::string::npos) << *why;
+  EXPECT_THROW(ItersTsvWriter(path, [&] { return mine.rows; }).rebuild(), std::runtime_error);
+  EXPECT_EQ(slurp(path), others);
+  // Its own DB: truncated to its first lines, it is rebuilt whole.
+  fs::resize_file(path, render_all({other.rows[0]}).size());
+  EXPECT_NO_THROW(ItersTsvWriter(path, [&] { return other.rows; }).rebuild());
+  EXPECT_EQ(slurp(path), others);
+  EXPECT_EQ(iters_tsv_not_owned(dir + "/none.tsv", ""), std::nullopt);
+  EXPECT_EQ(default_iters_tsv_path("runs/attn-tuner.db"), "runs/attn-tuner.iters.tsv");
+  EXPECT_EQ(default_iters_tsv_path("/tmp/x/research"), "/tmp/x/research.iters.tsv");
+  EXPECT_NE(default_iters_tsv_path("a/one.db"), default_iters_tsv_path("a/two.db"));
 }
 
 TEST(ItersTsvWriter, AFailedWriteNeverThrowsAndTheNextWriteRebuilds) {

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """The doc-command test (ctest doc_commands): every `attn-tuner` command of README.md and docs/*.md that needs no
-GPU runs against a small committed DB (tests/docs/fixture.db.xz: suites full and quick, two ideas; make_fixture.py
-builds it), and must behave as the doc says. A doc changes with its command, or this test fails.
+GPU runs against a small committed DB (tests/docs/fixture.db.xz: suites full and quick, three ideas; make_fixture.py
+builds it), and must behave as the doc says. A doc changes with its command, or this test fails. What the docs say
+the fixture holds ("a small DB with two suites and three ideas") is checked against it (db_claims.py); the research
+DB's claims and the commands at its size are research_db_commands.py's.
 
 - ```sh blocks: each line that runs `build/attn-tuner` or `attn-tuner` (after NAME=VALUE assignments; `\\` joins
   lines, `#` starts a comment) must exit 0.
@@ -32,6 +34,9 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import db_claims  # noqa: E402
 
 GPU_COMMANDS = {"run": "needs a GPU", "bench": "needs a GPU", "trace": "needs a GPU", "worker": "needs a GPU",
                 "stop": "needs a running daemon"}
@@ -232,6 +237,16 @@ def main():
                     print(f"FAIL {where}\n    " + "\n    ".join(problems) + f"\n    output:\n{tail}")
                 else:
                     print(f"ok   {where}")
+    fixture_db = root / "fixture.db"
+    fixture_db.write_bytes(fixture)
+    for problem in db_claims.check_docs(src, fixture_db, db_claims.FIXTURE_DB):
+        failed += 1
+        print(f"FAIL {problem}")
+    # The checker must see a stale claim (the README's once listed fewer runs than its DB held).
+    stale = db_claims.claims("Against a small DB with one suite and 4 ideas: runs 1 on full.", db_claims.FIXTURE_DB)
+    if len(stale) != 1 or len(db_claims.check_clause(stale[0][0], db_claims.facts(fixture_db))) != 3:
+        failed += 1
+        print(f"FAIL db_claims: a stale claim about the fixture was not caught: {stale}")
     print(f"{ran} command(s) run, {failed} failed, {skipped} not run; per file: {per_file}")
     if not a.keep:
         shutil.rmtree(root, ignore_errors=True)

@@ -412,5 +412,41 @@ TEST(Replay, LoadTemplateTakesAProposalsTemplateFromItsRowAndCleansUp) {
   }
 }
 
+// The memory bound (issue 48 item 3): a seed stops once the heap in use passes max_memory_bytes, its curve ending
+// there, and the summary says how many seeds did; the progress calls follow each seed to its end.
+TEST(Replay, ASeedStopsAtTheMemoryBoundAndProgressFollowsIt) {
+  const auto space = test::tile_space(test::temp_dir("replay"));
+  const auto table = tile_table(space);
+  ReplayOptions o;
+  o.strategy = "exhaustive";
+  o.thresholds = {0.0};
+  o.seeds = 2;
+  o.check_every = 1;
+  std::size_t used = 0;  // a heap that grows by 1 KB a look
+  o.memory_in_use = [&] { return used += 1000; };
+  o.max_memory_bytes = 3000;  // the third look is over it
+  std::vector<ReplayProgress> seen;
+  o.progress = [&](const ReplayProgress& p) { seen.push_back(p); };
+  const auto s = replay(table, {space}, o);
+  ASSERT_EQ(s.runs.size(), 2u);
+  EXPECT_TRUE(s.runs[0].memory_bound);
+  EXPECT_LT(s.runs[0].evaluations, space.enumerate().size());  // stopped before the walk reached the end
+  EXPECT_EQ(s.memory_bound, 2u);
+  ASSERT_FALSE(seen.empty());
+  EXPECT_TRUE(seen.back().done);
+  EXPECT_EQ(seen.back().seed, 2u);
+  EXPECT_EQ(seen.back().seeds, 2u);
+  EXPECT_DOUBLE_EQ(seen.back().target_ms, s.best_ms);
+  const std::string text = format_replay(s);
+  EXPECT_NE(text.find("2 of 2 seeds stopped at the memory bound"), std::string::npos) << text;
+
+  o.max_memory_bytes.reset();  // no bound: the walk reaches the best
+  used = 0;
+  const auto free = replay(table, {space}, o);
+  EXPECT_EQ(free.memory_bound, 0u);
+  EXPECT_FALSE(free.runs[0].memory_bound);
+  EXPECT_EQ(free.reached[0], 2u);
+}
+
 }  // namespace
 }  // namespace attn
