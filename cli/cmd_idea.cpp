@@ -18,7 +18,7 @@
 #include "proposer/idea_check.hpp"
 #include "proposer/idea_context.hpp"
 #include "proposer/idea_import.hpp"
-#include "tuner/proposal_template.hpp"
+#include "core/text_file.hpp"
 
 namespace attn {
 namespace fs = std::filesystem;

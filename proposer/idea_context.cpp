@@ -17,6 +17,7 @@
 #include "proposer/idea_file.hpp"
 #include "proposer/proposal_workdir.hpp"
 #include "proposer/sass_profile.hpp"
+#include "core/text_file.hpp"
 #include "tuner/proposal_template.hpp"
 #include "workload/validation.hpp"
 
