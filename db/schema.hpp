@@ -40,9 +40,9 @@ struct Migration {
 /// `spare_evaluations` table (the daemon's spare GPU time, docs/daemon.md).
 const std::vector<Migration>& builtin_migrations();
 
-/// The DDL of version 9 (tables, indexes), without the schema_version row: a fresh file gets it, then the
-/// 9 -> 10 and 10 -> 11 steps (so that a fresh file and a migrated one have the same schema).
-const char* schema_sql();
+/// The DDL of version 1 (tables, indexes), without its schema_version row: a fresh file gets it, then every step
+/// of the migration chain (ensure_schema), so that a fresh file and a migrated one have one schema.
+const char* version1_sql();
 
 /// Sets the per-connection pragmas: foreign_keys=ON, and on a writable connection journal_mode=WAL
 /// and synchronous=FULL (a committed iteration survives a crash of the process or of the machine).
