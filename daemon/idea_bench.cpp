@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "daemon/idea_rerun.hpp"
+#include "db/idea_repeats.hpp"
 #include "proposer/idea_apply.hpp"
 #include "proposer/proposal_round.hpp"
 #include "tuner/proposal_template.hpp"
@@ -155,7 +156,7 @@ bool IdeaBench::start(const QueuedIdea& q, std::vector<std::string>& notes) {
   rec.parent_template = *parent;
   rec.parent_iteration_id = parent_best->iter;
 
-  const RerunDecision rerun = decide_rerun(here, file.hash, *parent, file.retry, 1, q.name, suite_);
+  const RerunDecision rerun = decide_rerun(here, file.hash, *parent, file.retry, file.verdicts, q.name, suite_);
   if (!rerun.judge) {
     env_.say(rerun.skip_note);
     return true;
@@ -170,7 +171,11 @@ bool IdeaBench::start(const QueuedIdea& q, std::vector<std::string>& notes) {
   rec.proposal_id = pid;
   rec.template_name = proposal_template_name(*parent, pid);
   rec.status = IdeaStatus::checking;
-  rec.id = env_.db.with([&](ExperimentDb& db) { return db.add_idea(rec); });
+  rec.id = env_.db.with([&](ExperimentDb& db) {
+    const std::int64_t id = db.add_idea(rec);
+    if (rerun.repeat_of) add_idea_repeat(db, id, *rerun.repeat_of);  // both verdicts stay, linked
+    return id;
+  });
 
   ActiveIdea a;
   a.rec = rec;

@@ -465,6 +465,15 @@ CREATE TABLE spare_evaluations (
 );
 )sql";
 
+// Since version 12: an idea judged again on the same parent and suite (its file's Verdicts: N, docs/ideas.md): the
+// row of the new verdict and the row of the verdict it repeats, both kept in `ideas`.
+constexpr const char* kIdeaRepeatsSql = R"sql(
+CREATE TABLE idea_repeats (
+  idea_id    INTEGER PRIMARY KEY REFERENCES ideas (id),
+  repeat_of  INTEGER NOT NULL REFERENCES ideas (id)
+);
+)sql";
+
 // Version 1 -> 2: the fidelity ladder and held-out seeds. Every existing iteration was a whole-suite
 // evaluation (fidelity 'full'); its root seed was not recorded (NULL). Columns are appended, so a
 // migrated file has the same column order as a fresh one.
@@ -677,6 +686,7 @@ const std::vector<Migration>& builtin_migrations() {
       {8, [](sqlite::Connection& conn) { conn.exec(kIdeaAgentSql); }, false, /*readable_without=*/true},
       {9, migrate_9_to_10, true},
       {10, [](sqlite::Connection& conn) { conn.exec(kSpareEvaluationsSql); }, false, /*readable_without=*/true},
+      {11, [](sqlite::Connection& conn) { conn.exec(kIdeaRepeatsSql); }, false, /*readable_without=*/true},
   };
   return chain;
 }
