@@ -48,13 +48,13 @@ printf "%-3s %6s %9s %12s %9s %18s\n" K calls verdicts "ideas/hour" speed-up "ju
 base=
 for k in ${PARALLEL:-1 4}; do
   run=$dir/k$k
-  mkdir -p "$run/queue"
-  "$bin" run --db "$run/t.db" --suite smoke --templates "$dir/templates" --template fake --strategy exhaustive \
+  mkdir -p "$run/queue" "$run/db"  # the DB's folder is watched during a call: the run's log stays outside it
+  "$bin" run --db "$run/db/t.db" --suite smoke --templates "$dir/templates" --template fake --strategy exhaustive \
     --worker-exe "$root/tests/daemon/fake_worker.py" --cache "$dir/cache" --jobs 2 --ideas "$run/queue" --idea-budget 2 \
     --idea-top 1 --idea-poll 0.2 --idea-agent "sh $dir/stand_in.sh" --idea-agent-parallel "$k" \
     --idea-agent-min "${MIN:-4}" --idea-agent-retry 0 --budget "${BUDGET:-60s}" >"$run/run.log" 2>&1 ||
     { echo "run failed: $run/run.log"; exit 1; }
-  row=$("$bin" query sql --db "$run/t.db" --format tsv "SELECT (SELECT count(*) FROM idea_agent_calls),
+  row=$("$bin" query sql --db "$run/db/t.db" --format tsv "SELECT (SELECT count(*) FROM idea_agent_calls),
     (SELECT count(*) FROM ideas WHERE status = 'done' AND verdict != ''),
     (SELECT (julianday(ended_at) - julianday(started_at)) * 86400.0 FROM runs ORDER BY id DESC LIMIT 1),
     (SELECT printf('%.2f', avg(wall_s)) FROM ideas WHERE status = 'done' AND verdict != '')" | tail -1)
