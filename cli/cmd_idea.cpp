@@ -22,6 +22,7 @@
 #include "proposer/idea_check.hpp"
 #include "proposer/idea_context.hpp"
 #include "proposer/idea_import.hpp"
+#include "core/text_file.hpp"
 #include "proposer/idea_land.hpp"
 #include "proposer/parent_template.hpp"
 #include "proposer/temp_dir.hpp"
@@ -39,7 +40,7 @@ struct CheckCliOptions {
 };
 
 /// The judged ideas of a kit's ideas_tried.tsv on `suite` (the columns idea_hash, suite, parent, verdict): what
-/// judged_before needs. A kit written before those columns gives none.
+/// decide_rerun needs. A kit written before those columns gives none.
 std::vector<IdeaRecord> kit_judged(const std::string& kit, const std::string& suite) {
   std::vector<IdeaRecord> out;
   std::istringstream in(read_text_file((fs::path(kit) / "ideas_tried.tsv").string()));

@@ -140,6 +140,10 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--idea-agent-timeout", o->idea_agent.timeout_s, "seconds an agent call may run")->capture_default_str();
   cmd->add_option("--idea-agent-retry", o->idea_agent.retry_s, "seconds before the next call after one that queued "
                                                                  "no idea")->capture_default_str();
+  cmd->add_option("--idea-agent-parallel", o->idea_agent.parallel,
+                  "agent calls at once, each in a kit of its own (with --idea-agent-min about as many, new calls start "
+                  "while the last ideas are judged)")
+      ->capture_default_str();
   cmd->add_option("--gpus", *gpus,
                   "one worker per GPU: all (every GPU NVML sees) or indices such as 0,1 (default: one worker, GPU 0)");
   cmd->add_option("--shard", *shard,
@@ -187,6 +191,7 @@ void add_run_command(CLI::App& app) {
       if (o->idea_agent.min_queued < 1) throw CliError("--idea-agent-min must be at least 1");
       if (!(o->idea_agent.timeout_s > 0)) throw CliError("--idea-agent-timeout must be positive");
       if (!(o->idea_agent.retry_s >= 0)) throw CliError("--idea-agent-retry must be >= 0");
+      if (o->idea_agent.parallel < 1) throw CliError("--idea-agent-parallel must be at least 1");
     }
     if (!worker_exe->empty()) o->worker = WorkerCommand{*worker_exe, {}};
     // Before any work: a GPU that answers, and a log that is this DB's (cli/run_preflight.hpp).

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "db/idea_repeats.hpp"
 #include "db/iters_tsv.hpp"
 #include "db/text_table.hpp"
 
@@ -60,13 +61,21 @@ std::string render_ideas(ExperimentDb& db, const std::string& format, const std:
   if (id) {
     const auto i = db.idea(*id);
     if (!i) throw CliError(fmt::format("no idea {} in {} (`attn-tuner query ideas` lists them)", *id, db.path()));
+    const auto repeats = idea_repeats(db);
+    const auto repeat = repeats.find(i->id);
     if (format == "json") {
       auto j = idea_json(*i);
       j["diff"] = i->diff;
       if (const auto l = landing(*i, landed); !l.empty()) j["landed"] = l;
+      j["repeat_of"] = repeat == repeats.end() ? nlohmann::json() : nlohmann::json(repeat->second);
       return j.dump(2) + "\n";
     }
     std::string s = fmt::format("idea {} ({}), run {}: {}\n", i->id, i->file, i->run_id, i->description);
+    if (repeat != repeats.end())
+      if (const auto first = db.idea(repeat->second))
+        s += fmt::format("judged again: idea {} had {} on {} ({} %, noise {} %)\n", first->id,
+                         first->verdict == IdeaVerdict::none ? to_string(first->status) : to_string(first->verdict),
+                         first->parent_template, pct(first->delta_pct), num(first->noise_pct, "{:.2f}"));
     if (!i->hypothesis.empty()) s += fmt::format("hypothesis: {}\n", i->hypothesis);
     s += fmt::format("parent: {} (best iter {}); template: {} (proposal {})\n", i->parent_template.empty() ? "-" : i->parent_template,
                      i->parent_iteration_id ? std::to_string(*i->parent_iteration_id) : "-",
@@ -98,6 +107,7 @@ std::string render_ideas(ExperimentDb& db, const std::string& format, const std:
                    "verdict", "gpu_s", "wall_s", "description"},
                   {}};
   auto json = nlohmann::json::array();
+  const auto repeats = idea_repeats(db);
   for (const auto& i : ideas) {
     std::string aba = "-";
     const auto a = nlohmann::json::parse(i.aba_json, nullptr, false);
@@ -120,6 +130,8 @@ std::string render_ideas(ExperimentDb& db, const std::string& format, const std:
     json.push_back(idea_json(i));
     json.back()["suite"] = suite;
     if (const auto l = landing(i, landed); !l.empty()) json.back()["landed"] = l;
+    const auto repeat = repeats.find(i.id);
+    json.back()["repeat_of"] = repeat == repeats.end() ? nlohmann::json() : nlohmann::json(repeat->second);
   }
   if (format == "json") return json.dump(2) + "\n";
   if (ideas.empty()) return "no ideas yet (attn-tuner run --ideas DIR; docs/ideas.md)\n";

@@ -85,7 +85,6 @@ ChallengeResult ChampionBook::challenge(const Contender& challenger, const Retim
     if (!v.note.empty()) notes.push_back(fmt::format("{}: {}", to_string(scope_at(s)), v.note));
     return v.allow;
   };
-  last_retime_ms_ = 0;
   // Re-timings of this challenge, by incumbent iteration (A1, A2) and of the challenger (B).
   std::map<std::int64_t, std::pair<std::optional<Measured>, std::optional<Measured>>> incumbent_runs;
   std::optional<std::optional<Measured>> challenger_run;
@@ -125,7 +124,7 @@ ChallengeResult ChampionBook::challenge(const Contender& challenger, const Retim
       if (!challenger_run) challenger_run = retime(challenger);
       runs.second = retime(inc);
       for (const auto* m : {&runs.first, &runs.second})
-        if (*m) last_retime_ms_ += (*m)->wall_ms;
+        if (*m) result.retime_ms += (*m)->wall_ms;
     } else if (!challenger_run) {
       challenger_run = retime(challenger);
     }
@@ -154,7 +153,7 @@ ChallengeResult ChampionBook::challenge(const Contender& challenger, const Retim
       notes.push_back(fmt::format("{} vs iter {}: {}{}", scope_name, inc.iter, verdict_name(d.verdict), refused));
     notes.insert(notes.end(), gate_notes.begin(), gate_notes.end());
   }
-  if (challenger_run && *challenger_run) last_retime_ms_ += (*challenger_run)->wall_ms;
+  if (challenger_run && *challenger_run) result.retime_ms += (*challenger_run)->wall_ms;
   for (std::size_t i = 0; i < notes.size(); ++i) result.summary += (i ? "; " : "") + notes[i];
   return result;
 }

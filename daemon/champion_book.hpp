@@ -56,6 +56,7 @@ struct Promotion {
 struct ChallengeResult {
   std::vector<Promotion> promotions;
   std::string summary;
+  double retime_ms = 0;  ///< wall time of its A/B/A re-timings
   bool kept() const { return !promotions.empty(); }
 };
 
@@ -91,12 +92,8 @@ class ChampionBook {
   /// worker per GPU, such a plain discard does not wait for another GPU's challenge in progress.
   std::optional<ChallengeResult> plain_discard(const Contender& challenger) const;
 
-  /// Total wall time of the re-timings of the last challenge (ms).
-  double last_retime_ms() const { return last_retime_ms_; }
-
  private:
   std::array<std::optional<Contender>, kScopes> holders_;
-  double last_retime_ms_ = 0;
 };
 
 /// The value of `m` that scope `scope` (index as ChampionBook) is judged on.

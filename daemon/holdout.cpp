@@ -6,10 +6,11 @@
 
 namespace attn {
 
-HoldoutChecker::HoldoutChecker(ExperimentDb& db, std::string suite, std::int64_t root_seed, HoldoutEvalFn eval)
-    : db_(db), suite_(std::move(suite)), root_seed_(root_seed), eval_(std::move(eval)) {}
+HoldoutChecker::HoldoutChecker(tuning::DbWriter& db, std::string suite, std::int64_t root_seed)
+    : db_(db), suite_(std::move(suite)), root_seed_(root_seed) {}
 
-void HoldoutChecker::begin_challenge() {
+void HoldoutChecker::begin_challenge(HoldoutEvalFn eval) {
+  eval_ = std::move(eval);
   measured_.clear();
   recorded_.clear();
 }
@@ -38,7 +39,7 @@ void HoldoutChecker::record(const Contender& c, HoldoutRole role, const HoldoutR
   if (c.measured.score_ms > 0) h.tuned_ms = c.measured.score_ms;
   h.verdict = verdict;
   h.cases_json = nlohmann::json(r.cases).dump();
-  db_.add_holdout_check(h);
+  db_.with([&](ExperimentDb& db) { db.add_holdout_check(h); });
 }
 
 GateVerdict HoldoutChecker::gate(int scope, const Contender& challenger, const Contender* incumbent) {
@@ -65,14 +66,14 @@ GateVerdict HoldoutChecker::gate(int scope, const Contender& challenger, const C
   return v;
 }
 
-std::vector<std::string> HoldoutChecker::confirm_champions(const ChampionBook& book) {
+std::vector<std::string> HoldoutChecker::confirm_champions(const ChampionBook& book, HoldoutEvalFn eval) {
   std::vector<std::string> notes;
-  begin_challenge();
+  begin_challenge(std::move(eval));
   for (int s = 0; s < ChampionBook::kScopes; ++s) {
     const auto& holder = book.at(s);
     if (!holder || recorded_.count(holder->iter)) continue;
     bool done = false;
-    for (const auto& h : db_.holdout_checks(holder->iter))
+    for (const auto& h : db_.with([&](ExperimentDb& db) { return db.holdout_checks(holder->iter); }))
       done = done || h.root_seed == root_seed_;
     if (done) continue;
     if (holder->cubin_path.empty() || holder->kernel.empty()) {

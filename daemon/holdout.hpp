@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "daemon/champion_book.hpp"
+#include "daemon/db_writer.hpp"
 #include "db/store.hpp"
 
 namespace attn {
@@ -25,21 +26,23 @@ struct HoldoutResult {
   std::vector<CaseResultRecord> cases;
 };
 
-/// Evaluates a contender on the held-out cases (validation and timing); the daemon switches the
-/// worker's prepared suite around the call.
+/// Evaluates a contender on the held-out cases (validation and timing) on the GPU of the challenge in progress
+/// (daemon/challenge.hpp); the worker's prepared suite is switched around the call.
 using HoldoutEvalFn = std::function<HoldoutResult(const Contender&)>;
 
+/// Not thread-safe: used by the holder of the challenge seat (daemon/challenge.hpp) alone.
 class HoldoutChecker {
  public:
-  /// `root_seed`: the held-out root seed of `suite`'s cases.
-  HoldoutChecker(ExperimentDb& db, std::string suite, std::int64_t root_seed, HoldoutEvalFn eval);
+  /// `root_seed`: the held-out root seed of `suite`'s cases; the checks are recorded through `db`.
+  HoldoutChecker(tuning::DbWriter& db, std::string suite, std::int64_t root_seed);
 
   std::int64_t root_seed() const { return root_seed_; }
   /// The run that the checks are recorded under (set once the run is logged).
   void set_run(std::int64_t run_id) { run_id_ = run_id; }
-  /// Starts a challenge: measurements are shared between the scopes of one challenge only, so the
-  /// challenger and its incumbent are always timed back to back on the same GPU state.
-  void begin_challenge();
+  /// Starts a challenge whose contenders `eval` times on the held-out cases: measurements are shared between the
+  /// scopes of one challenge only, so the challenger and its incumbent are always timed back to back on the same GPU
+  /// state.
+  void begin_challenge(HoldoutEvalFn eval);
 
   /// The PromotionGate (daemon/champion_book.hpp). Allows iff the challenger is valid on every held-out
   /// case and, when there is an incumbent that is valid there, its held-out score for `scope` is below
@@ -51,11 +54,11 @@ class HoldoutChecker {
   GateVerdict gate(int scope, const Contender& challenger, const Contender* incumbent);
 
   /// Confirms every current champion of `book` that has no held-out check at this root seed yet (role
-  /// champion), so that export can report a held-out score; returns one note per champion checked.
-  std::vector<std::string> confirm_champions(const ChampionBook& book);
+  /// champion), timed by `eval`, so that export can report a held-out score; returns one note per champion checked.
+  std::vector<std::string> confirm_champions(const ChampionBook& book, HoldoutEvalFn eval);
 
  private:
-  ExperimentDb& db_;
+  tuning::DbWriter& db_;
   std::string suite_;
   std::int64_t root_seed_;
   HoldoutEvalFn eval_;

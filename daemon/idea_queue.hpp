@@ -1,5 +1,5 @@
 // The idea queue's folder (`attn-tuner run --ideas DIR`, docs/ideas.md): the *.idea files in it, read
-// whole, oldest first. What the daemon does with them: daemon/loop_ideas.cpp.
+// whole, oldest first. What the daemon does with them: daemon/idea_bench.cpp.
 #pragma once
 #include <cstddef>
 #include <optional>

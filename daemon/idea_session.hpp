@@ -1,68 +1,48 @@
-// The idea queue's state in one run (docs/ideas.md): the idea in progress and its counts, the templates of ideas,
-// the queue files taken, the folder's last look and last problem. daemon/loop_ideas.cpp does the I/O around it.
+// The idea queue's state in one run (docs/ideas.md): the idea in progress, the queue files taken, the folder's last
+// look and last problem. daemon/idea_bench.cpp does the work around it; an idea template's configs and their GPU time
+// are the search book's (daemon/search_book.hpp, TemplateProgress).
 #pragma once
 #include <chrono>
-#include <cstddef>
 #include <cstdint>
 #include <future>
-#include <map>
 #include <optional>
 #include <set>
 #include <string>
 
+#include "daemon/idea_picks.hpp"
 #include "db/store.hpp"
 #include "proposer/idea_apply.hpp"
 #include "proposer/idea_file.hpp"
-#include "tuner/multi_search.hpp"
 
 namespace attn::tuning {
 
 /// The idea being worked on: its row, its file, the check running beside the tuning (valid until collected),
-/// when it was taken off the queue, and what it adds to its parent's space.
+/// when it was taken off the queue, what it adds to its parent's space, and the verdict it repeats (a judgment asked
+/// again on the same parent: the file's Verdicts header).
 struct ActiveIdea {
   IdeaRecord rec;
   IdeaFile file;
   std::future<IdeaApplied> check;
   std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
-  /// Values the idea adds (a new axis' values but its default; values added to an existing axis): a config
-  /// runs the idea's code only when it uses one. Empty: every config runs it (a plain code change).
-  std::map<std::string, std::set<std::int64_t>> new_values;
-  /// Whether `c` runs the idea (see new_values).
-  bool active(const Config& c) const;
+  NewValues new_values;
+  std::optional<std::int64_t> repeat_of;
+  /// Whether `c` runs the idea (idea_active of new_values).
+  bool active(const Config& c) const { return idea_active(new_values, c); }
 };
 
-/// The idea queue's state: one idea at a time. The counts that decide when the idea is judged (configs of its
-/// template issued to the compile pool and finished) and its GPU time move only through the hooks below. Not
-/// thread-safe: the loop's lock guards it.
+/// The idea queue's state: one idea at a time. Not thread-safe: the idea bench's lock guards it.
 class IdeaSession {
  public:
   /// The idea in progress; nullptr when none. The pointer is valid until end().
   ActiveIdea* current() { return idea_ ? &*idea_ : nullptr; }
   const ActiveIdea* current() const { return idea_ ? &*idea_ : nullptr; }
-  /// Takes `a` as the idea in progress, its counts at 0. Throws std::logic_error while another is in progress.
+  /// Takes `a` as the idea in progress, its judging time at 0. Throws std::logic_error while another is in progress.
   ActiveIdea& begin(ActiveIdea a);
   /// Drops the idea in progress (none: nothing) and has the queue looked at on the next poll.
   void end();
-
-  /// Hook of the compile pool's feed: a config of `tname` was issued (counted when it is the idea's template).
-  void on_issued(const std::string& tname);
-  /// Hook of a finished iteration: a config of `tname` was evaluated (`gpu_ms` its GPU time), or skipped as
-  /// evaluated before (0).
-  void on_finished(const std::string& tname, double gpu_ms);
   /// The GPU time of the idea's judging (A/B/A, held-out seed), in ms.
-  void add_gpu_ms(double ms) { gpu_ms_ += ms; }
-  std::size_t issued() const { return issued_; }
-  std::size_t finished() const { return finished_; }
-  /// Its iterations' GPU time and its judging, in ms.
-  double gpu_ms() const { return gpu_ms_; }
-  /// Whether the idea in progress is tuned: its template is in the search (status tuning), every config issued has
-  /// finished, and the search proposes nothing more of it (retired, or its strategy exhausted).
-  bool tuned(const MultiSearch& search) const;
-
-  /// A template of an idea (of this run or an earlier one): evaluated on the whole suite, never screened, no
-  /// patched siblings (its budget counts distinct compiles of the idea's code).
-  void add_template(const std::string& tname) { templates_.insert(tname); }
-  bool is_idea_template(const std::string& tname) const { return templates_.count(tname) > 0; }
+  void add_judging_ms(double ms) { judging_ms_ += ms; }
+  double judging_ms() const { return judging_ms_; }
 
   /// Whether the folder is due a look: no idea in progress and `poll_s` seconds since the last look (then this
   /// counts as the look).
@@ -79,9 +59,7 @@ class IdeaSession {
 
  private:
   std::optional<ActiveIdea> idea_;
-  std::size_t issued_ = 0, finished_ = 0;
-  double gpu_ms_ = 0;
-  std::set<std::string> templates_;
+  double judging_ms_ = 0;
   std::set<std::string> taken_;
   std::chrono::steady_clock::time_point scanned_{};
   std::string problem_;

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "gpu/failure.hpp"  // FailureKind, to_string(FailureKind), parse_failure_kind (header-only)
+#include "core/failure_kind.hpp"  // FailureKind, to_string(FailureKind), parse_failure_kind (header-only)
 #include "workload/case_spec.hpp"
 
 namespace attn {
@@ -19,7 +19,7 @@ namespace attn {
 enum class RunStatus { running, finished, stopped, interrupted, failed };
 /// Outcome of one iteration (one config evaluated on a whole suite); `running` until finished.
 enum class IterationStatus { running, keep, discard, crash, interrupted };
-// FailureKind (gpu/failure.hpp) says why an iteration crashed: `none` for keep/discard, `interrupted`
+// FailureKind (core/failure_kind.hpp) says why an iteration crashed: `none` for keep/discard, `interrupted`
 // for status interrupted.
 /// How much of the suite an iteration's scores come from (the fidelity ladder, docs/tuner.md): `screen`
 /// = one case per family with few samples, and the config went no further; `full` = the whole suite.

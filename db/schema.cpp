@@ -15,7 +15,9 @@
 namespace attn::db {
 namespace {
 
-// Keep in step with docs/db-schema.md. Every *_at column is ISO-8601 UTC text with milliseconds.
+// Version 1, where every file begins (a fresh file takes every step of the chain from here: ensure_schema); the
+// tables are documented as they are now in docs/db-schema.md. Every *_at column is ISO-8601 UTC text with
+// milliseconds. tests/data/db/schema_v1.sql is the same DDL, frozen: tests/db/test_migration.cpp.
 constexpr const char* kHeadSql = R"sql(
 CREATE TABLE schema_version (
   version     INTEGER PRIMARY KEY,
@@ -53,8 +55,7 @@ CREATE TABLE variants (
   smem_bytes    INTEGER,
   spill_bytes   INTEGER,
   cubin_path    TEXT,
-  created_at    TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
-  cubin_hash    TEXT
+  created_at    TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))
 );
 CREATE INDEX variants_by_config ON variants (template, params_json);
 )sql";
@@ -85,12 +86,11 @@ CREATE TABLE proposals (
 CREATE INDEX proposals_by_run ON proposals (run_id);
 )sql";
 
-// The columns of `iterations` (after "CREATE TABLE <name>"): those of version 3 (shared by the fresh DDL and
-// the v2 -> v3 and v4 -> v5 rebuilds) and the ones version 4 appends. Version 2 added fidelity, screen_ms and
-// root_seed; version 3 the failure kind 'proposal' and proposal_id; version 4 gpu_index, gpu_uuid and
-// sm_clock_mhz; version 5 the failure kinds 'inconsistent' and 'below_floor' (@FAILURE_KINDS@: the CHECK's list,
-// kFailureKindsV3Sql or kFailureKindsV5Sql).
-constexpr const char* kIterationsColumnsV3Sql = R"sql( (
+// The columns of `iterations` (after "CREATE TABLE <name>"): those of version 1, and the ones version 3 appends (shared
+// by the v2 -> v3 and v4 -> v5 rebuilds; version 2 added fidelity, screen_ms and root_seed with ALTER TABLE, version 3
+// the failure kind 'proposal' and proposal_id; version 4 appends gpu_index, gpu_uuid and sm_clock_mhz; version 5 the
+// failure kinds 'inconsistent' and 'below_floor'). @FAILURE_KINDS@: the CHECK's list (kFailureKindsV1Sql, V3 or V5).
+constexpr const char* kIterationsColumnsV1Sql = R"sql( (
   id            INTEGER PRIMARY KEY AUTOINCREMENT,
   run_id        INTEGER NOT NULL REFERENCES runs (id),
   variant_id    INTEGER REFERENCES variants (id),
@@ -111,7 +111,8 @@ constexpr const char* kIterationsColumnsV3Sql = R"sql( (
   started_at    TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
   finished_at   TEXT,
   gpu_ms        REAL,
-  compile_ms    REAL,
+  compile_ms    REAL)sql";
+constexpr const char* kIterationsColumnsV3Added = R"sql(,
   fidelity      TEXT NOT NULL DEFAULT 'full' CHECK (fidelity IN ('screen','full')),
   screen_ms     REAL,
   root_seed     INTEGER,
@@ -121,8 +122,11 @@ constexpr const char* kIterationsColumnsV3Sql = R"sql( (
 // 3 -> 4 migration with ALTER TABLE, so a migrated file has the column order of a fresh one.
 constexpr const char* kIterationsV4Columns[] = {"gpu_index INTEGER", "gpu_uuid TEXT", "sm_clock_mhz INTEGER"};
 
-// The failure kinds an iteration may have (gpu/failure.hpp kFailureKindNames, in its order): versions 3 and 4,
-// and since version 5 (the verification of issue 30: docs/verification.md).
+// The failure kinds an iteration may have (core/failure_kind.hpp kFailureKindNames, in its order): versions 1 and 2,
+// 3 and 4, and since version 5 (the verification of issue 30: docs/verification.md).
+constexpr const char* kFailureKindsV1Sql =
+    "'none','compile','device_limit','fault','hang','wrong_result',\n"
+    "                                        'worker_died','interrupted'";
 constexpr const char* kFailureKindsV3Sql =
     "'none','compile','device_limit','fault','hang','wrong_result',\n"
     "                                        'worker_died','interrupted','proposal'";
@@ -130,12 +134,17 @@ constexpr const char* kFailureKindsV5Sql =
     "'none','compile','device_limit','fault','hang','wrong_result',\n"
     "                                        'worker_died','interrupted','proposal','inconsistent','below_floor'";
 
-/// The version-3 column list (no closing parenthesis) with `failure_kinds` in the CHECK.
-std::string iterations_columns_v3_sql(const char* failure_kinds) {
-  std::string sql = kIterationsColumnsV3Sql;
+/// The version-1 column list (no closing parenthesis) with `failure_kinds` in the CHECK.
+std::string iterations_columns_v1_sql(const char* failure_kinds) {
+  std::string sql = kIterationsColumnsV1Sql;
   const std::string mark = "@FAILURE_KINDS@";
   sql.replace(sql.find(mark), mark.size(), failure_kinds);
   return sql;
+}
+
+/// The version-3 column list (no closing parenthesis) with `failure_kinds` in the CHECK.
+std::string iterations_columns_v3_sql(const char* failure_kinds) {
+  return iterations_columns_v1_sql(failure_kinds) + kIterationsColumnsV3Added;
 }
 
 /// The columns of the current version, closed.
@@ -157,12 +166,14 @@ CREATE TABLE iteration_sources (
 );
 )sql";
 
-constexpr const char* kIterationsIndexSql = R"sql(
+// The indexes of `iterations`: of version 1, and since version 3 (its rebuilds create them again).
+constexpr const char* kIterationsIndexV1Sql = R"sql(
 CREATE INDEX iterations_by_suite ON iterations (suite, status, geomean_ms);
 CREATE INDEX iterations_by_config ON iterations (template, params_json, suite);
 CREATE INDEX iterations_by_run ON iterations (run_id);
-CREATE INDEX iterations_by_proposal ON iterations (proposal_id);
 )sql";
+const std::string kIterationsIndexSql =
+    std::string(kIterationsIndexV1Sql) + "CREATE INDEX iterations_by_proposal ON iterations (proposal_id);\n";
 
 constexpr const char* kTailSql = R"sql(
 CREATE TABLE case_results (
@@ -454,6 +465,15 @@ CREATE TABLE spare_evaluations (
 );
 )sql";
 
+// Since version 12: an idea judged again on the same parent and suite (its file's Verdicts: N, docs/ideas.md): the
+// row of the new verdict and the row of the verdict it repeats, both kept in `ideas`.
+constexpr const char* kIdeaRepeatsSql = R"sql(
+CREATE TABLE idea_repeats (
+  idea_id    INTEGER PRIMARY KEY REFERENCES ideas (id),
+  repeat_of  INTEGER NOT NULL REFERENCES ideas (id)
+);
+)sql";
+
 // Version 1 -> 2: the fidelity ladder and held-out seeds. Every existing iteration was a whole-suite
 // evaluation (fidelity 'full'); its root seed was not recorded (NULL). Columns are appended, so a
 // migrated file has the same column order as a fresh one.
@@ -666,14 +686,15 @@ const std::vector<Migration>& builtin_migrations() {
       {8, [](sqlite::Connection& conn) { conn.exec(kIdeaAgentSql); }, false, /*readable_without=*/true},
       {9, migrate_9_to_10, true},
       {10, [](sqlite::Connection& conn) { conn.exec(kSpareEvaluationsSql); }, false, /*readable_without=*/true},
+      {11, [](sqlite::Connection& conn) { conn.exec(kIdeaRepeatsSql); }, false, /*readable_without=*/true},
   };
   return chain;
 }
 
-const char* schema_sql() {
-  static const std::string sql = std::string(kHeadSql) + kProposalsSql + "CREATE TABLE iterations" +
-                                 iterations_columns_sql() + kIterationsIndexSql + kTailSql + kHoldoutChecksSql +
-                                 kIterationSourcesSql + kHarnessChecksSql + kIdeasSql + kIdeaAgentSql;
+const char* version1_sql() {
+  static const std::string sql = std::string(kHeadSql) + "\nCREATE TABLE iterations" +
+                                 iterations_columns_v1_sql(kFailureKindsV1Sql) + "\n);\n" + kIterationsIndexV1Sql +
+                                 kTailSql;
   return sql.c_str();
 }
 
@@ -762,12 +783,20 @@ void ensure_schema(sqlite::Connection& conn, int target_version, const std::vect
       continue;
     }
     if (version == 0) {
-      // Version 9's DDL, then the 9 -> 10 and 10 -> 11 steps on its empty tables: a fresh file and a migrated
-      // one have one schema, text for text.
-      conn.exec(schema_sql());
-      migrate_9_to_10(conn);
-      conn.exec(kSpareEvaluationsSql);
-      version = kSchemaVersion;
+      // A fresh file: version 1, then every step of the chain on its empty tables, in this one transaction (a
+      // version row each, as a migrated file has): one schema, built one way.
+      conn.exec(version1_sql());
+      conn.prepare("INSERT INTO schema_version (version) VALUES (1)").run();
+      for (version = 1; version < target_version; ++version) {
+        const auto next = std::find_if(chain.begin(), chain.end(),
+                                       [&](const Migration& m) { return m.from_version == version; });
+        if (next == chain.end())
+          throw std::runtime_error(fmt::format("{}: no migration from schema version {} to build a fresh file",
+                                               conn.path(), version));
+        next->apply(conn);
+        if (version + 1 < target_version)
+          conn.prepare("INSERT INTO schema_version (version) VALUES (?)").bind(1, version + 1).run();
+      }
     } else {
       if (step == chain.end()) {
         throw std::runtime_error(fmt::format("{} has schema version {}, and no migration to {} is known",

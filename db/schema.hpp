@@ -10,7 +10,7 @@
 namespace attn::db {
 
 /// The schema this build writes. Stored as MAX(version) of the `schema_version` table.
-inline constexpr int kSchemaVersion = 11;
+inline constexpr int kSchemaVersion = 12;
 
 /// One step of the migration chain: brings a file from `from_version` to `from_version + 1`. Runs
 /// inside the transaction that also records the new version (all or nothing).
@@ -37,12 +37,13 @@ struct Migration {
 /// the idea agent's `idea_agent_calls` / `idea_agent_ideas` (docs/ideas.md); 9 -> 10 stores each config once
 /// (`configs`, `param_names`; the rows in `iteration_rows` / `variant_rows`, shown by the views `iterations` /
 /// `variants` with the columns of version 8; cases and GPU UUIDs once: issue 38); 10 -> 11 adds the
-/// `spare_evaluations` table (the daemon's spare GPU time, docs/daemon.md).
+/// `spare_evaluations` table (the daemon's spare GPU time, docs/daemon.md); 11 -> 12 adds the `idea_repeats` table (an
+/// idea judged again on the same parent: docs/ideas.md).
 const std::vector<Migration>& builtin_migrations();
 
-/// The DDL of version 9 (tables, indexes), without the schema_version row: a fresh file gets it, then the
-/// 9 -> 10 and 10 -> 11 steps (so that a fresh file and a migrated one have the same schema).
-const char* schema_sql();
+/// The DDL of version 1 (tables, indexes), without its schema_version row: a fresh file gets it, then every step
+/// of the migration chain (ensure_schema), so that a fresh file and a migrated one have one schema.
+const char* version1_sql();
 
 /// Sets the per-connection pragmas: foreign_keys=ON, and on a writable connection journal_mode=WAL
 /// and synchronous=FULL (a committed iteration survives a crash of the process or of the machine).

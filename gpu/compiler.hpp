@@ -151,7 +151,7 @@ class Compiler {
   /// `result` of compiling `req`, or, while it failed transiently (a source or header missing for a moment:
   /// an editor or a copy rewriting the folder), `req` compiled again up to kTransientRetries times,
   /// kTransientWait apart; `before_retry(attempt 1.., last result)` is called before each wait. Blocks
-  /// the calling thread for up to 6 s. The daemon (tuning_loop.cpp) and `attn-tuner compile` use it.
+  /// the calling thread for up to 6 s. The daemon (daemon/iteration.cpp) and `attn-tuner compile` use it.
   CompiledVariant retry_transient(CompiledVariant result, const CompileRequest& req,
                                   const std::function<void(int, const CompiledVariant&)>& before_retry = {}) const;
 

@@ -17,6 +17,7 @@
 #include "proposer/idea_file.hpp"
 #include "proposer/proposer_process.hpp"
 #include "proposer/watched_files.hpp"
+#include "core/text_file.hpp"
 #include "tuner/proposal_template.hpp"
 
 namespace attn {

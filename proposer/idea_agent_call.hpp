@@ -20,6 +20,7 @@ struct IdeaAgentOptions {
   std::size_t min_queued = 1;///< a call is due while the queue holds fewer ideas than this
   double timeout_s = 1800;   ///< wall-clock limit of one call
   double retry_s = 300;      ///< after a call that queued no idea, the wait before the next
+  std::size_t parallel = 1;  ///< calls at once, each in a kit of its own (--idea-agent-parallel)
   bool enabled() const { return !command.empty(); }
   /// Whether a call is due now: `pending` ideas in the queue not yet judged (the one in progress counted),
   /// a champion to start from, and, when the last call queued nothing (`last_queued_none`), at least

@@ -11,6 +11,7 @@
 
 #include "proposer/proposal_workdir.hpp"
 #include "proposer/template_json.hpp"
+#include "core/text_file.hpp"
 #include "tuner/proposal_template.hpp"
 
 namespace attn {

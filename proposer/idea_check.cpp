@@ -181,13 +181,14 @@ IdeaCheckReport check_idea_file(const std::string& name, const std::string& byte
   say(fmt::format("parsed: {} ({} diff file(s), {} new axis/axes, idea hash {})", idea.description, idea.files.size(),
                   idea.space.size(), idea.hash.substr(0, 12)));
   if (o.judged)  // the daemon's next step: an idea it judged already is skipped, never applied
-    if (const auto old = judged_before(*o.judged, idea.hash, o.judged_parent, idea.retry)) {
+    if (const RerunDecision d = decide_rerun(*o.judged, idea.hash, o.judged_parent, idea.retry, idea.verdicts, name,
+                                             o.judged_suite);
+        !d.judge) {
       fail(IdeaCheckCode::already_judged,
-           judged_before_text(name, *old, o.judged_parent, o.judged_suite) +
-               (old->parent_template == o.judged_parent
-                    ? "; the daemon skips it: its hash (Template, Space, Default, diff) is its identity, so change the "
-                      "idea to have it judged again"
-                    : "; the daemon skips it"));
+           d.skip_note + (d.skipped_for->parent_template == o.judged_parent
+                              ? "; the daemon skips it: its hash (Template, Space, Default, diff) is its identity, so "
+                                "change the idea (or ask for more verdicts there: Verdicts: N) to have it judged again"
+                              : "; the daemon skips it"));
       say(fmt::format("RESULT {}", to_string(IdeaCheckCode::already_judged)));
       return r;
     }

@@ -109,7 +109,7 @@ struct IdeaCheckOptions {
   std::set<std::string> accepted;         ///< warning codes ("C7520") or "spills" that do not fail the check
   std::string work_dir;                   ///< where the idea is applied (made anew; required)
   /// The ideas judged on the parent's suite (ideas_on_suite), when known: an idea the daemon would skip
-  /// (judged_before on `judged_parent`, the parent's measured template) is already_judged, and the check stops
+  /// (decide_rerun on `judged_parent`, the parent's measured template) is already_judged, and the check stops
   /// there as the daemon does. Null: not checked (no DB).
   const std::vector<IdeaRecord>* judged = nullptr;
   std::string judged_parent, judged_suite;

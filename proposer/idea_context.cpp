@@ -18,6 +18,7 @@
 #include "proposer/parent_template.hpp"
 #include "proposer/proposal_workdir.hpp"
 #include "proposer/sass_profile.hpp"
+#include "core/text_file.hpp"
 #include "tuner/proposal_template.hpp"
 #include "workload/validation.hpp"
 
@@ -117,6 +118,7 @@ Template: {root}                                           (optional: the templa
 Space: {{"MY_AXIS": [0, 1]}}                                   (optional: new parameter axes, one JSON line)
 Default: {{"MY_AXIS": 0}}                                      (required with Space: the parent's behaviour)
 Retry: yes                                                   (optional: judge it again on a new parent)
+Verdicts: 2                                                  (optional: judged again on the same parent, up to 2 verdicts)
 
 --- a/{root}.cu
 +++ b/{root}.cu
@@ -126,12 +128,12 @@ Retry: yes                                                   (optional: judge it
 Limits (the daemon's parser; beyond them the verdict is `broken`, `bad_input`):
 - headers: exactly these keys: {keys}; each at most once; `Key: value` on one line; lines starting with `#`
   are comments; the headers end at the first blank line (or at a line starting with `--- ` or `diff `).
-- Description, Hypothesis, Template, Retry: at most **{hmax} bytes** each (UTF-8, after `Key:` and the spaces
+- Description, Hypothesis, Template, Retry, Verdicts: at most **{hmax} bytes** each (UTF-8, after `Key:` and the spaces
   around the value). Space and Default: at most **{jmax} bytes** each.
 - the whole file: at most **{fmax} bytes**, UTF-8, no NUL byte.
 - Space: a JSON object of new axes, names `[A-Z][A-Z0-9_]*`, each a non-empty list of distinct integers that
   the parent does not have already (change an existing axis' values with a diff of `{root}.json` instead).
-  Default: a value from each axis' list, and no other key. Retry: `yes` or `no`.
+  Default: a value from each axis' list, and no other key. Retry: `yes` or `no`. Verdicts: 1 to 9.
 - the diff: unified (`diff -u`, `git diff`); hunks whose line counts add up; paths relative to this folder
   (a leading `a/`, `b/`, `kernels_templates/` is dropped); no absolute path, no `..`, no binary patch. A
   Space-only idea may have no diff.

@@ -173,7 +173,7 @@ IdeaFile parse_idea(const std::string& name, const std::string& bytes) {
     const std::size_t colon = l.find(':');
     if (colon == std::string::npos)
       throw IdeaInputError(fmt::format("line {}: '{}' is not a 'Key: value' header line (Description, Hypothesis, "
-                                       "Template, Space, Default, Retry; a blank line before the diff)",
+                                       "Template, Space, Default, Retry, Verdicts; a blank line before the diff)",
                                        i + 1, l.substr(0, 60)));
     const std::string key = trim(l.substr(0, colon)), value = trim(l.substr(colon + 1));
     if (!seen.insert(key).second) throw IdeaInputError(fmt::format("line {}: header {} given twice", i + 1, key));
@@ -194,9 +194,15 @@ IdeaFile parse_idea(const std::string& name, const std::string& bytes) {
     else if (key == "Retry") {
       if (value != "yes" && value != "no") throw IdeaInputError(fmt::format("line {}: Retry is yes or no, not '{}'", i + 1, value));
       idea.retry = value == "yes";
+    } else if (key == "Verdicts") {
+      static const std::regex count("[1-9]");
+      if (!std::regex_match(value, count) || std::stoi(value) > kIdeaMaxVerdicts)
+        throw IdeaInputError(fmt::format("line {}: Verdicts is a number from 1 to {}, not '{}'", i + 1, kIdeaMaxVerdicts,
+                                         value));
+      idea.verdicts = std::stoi(value);
     } else {
       throw IdeaInputError(fmt::format("line {}: unknown header '{}' (Description, Hypothesis, Template, Space, "
-                                       "Default, Retry)", i + 1, key));
+                                       "Default, Retry, Verdicts)", i + 1, key));
     }
     if (value.size() > idea_header_max_bytes(key))
       throw IdeaInputError(fmt::format("line {}: {} is over {} bytes ({} given; docs/ideas.md)", i + 1, key,

@@ -23,12 +23,15 @@ namespace attn {
 
 /// The limits of an idea file (bad_input beyond them). A header's value counts bytes of UTF-8 after
 /// "Key:" and the spaces around it are dropped.
-inline constexpr std::size_t kIdeaHeaderMaxBytes = 300;      ///< Description, Hypothesis, Template, Retry
+inline constexpr std::size_t kIdeaHeaderMaxBytes = 300;      ///< Description, Hypothesis, Template, Retry, Verdicts
 inline constexpr std::size_t kIdeaJsonHeaderMaxBytes = 1200; ///< Space, Default (one line of JSON each)
 inline constexpr std::uintmax_t kIdeaFileMaxBytes = 1 << 20; ///< the whole file, as the queue reads it
 
 /// The header keys an idea file may have, in the documented order.
-inline constexpr const char* kIdeaHeaderKeys[] = {"Description", "Hypothesis", "Template", "Space", "Default", "Retry"};
+inline constexpr const char* kIdeaHeaderKeys[] = {"Description", "Hypothesis", "Template", "Space",
+                                                  "Default",     "Retry",      "Verdicts"};
+/// The most verdicts an idea file may ask for on one parent (Verdicts: N).
+inline constexpr int kIdeaMaxVerdicts = 9;
 
 /// The most bytes header `key` may hold (kIdeaJsonHeaderMaxBytes for Space and Default).
 std::size_t idea_header_max_bytes(const std::string& key);
@@ -53,6 +56,9 @@ struct IdeaFile {
   nlohmann::ordered_json space = nlohmann::ordered_json::object();     ///< {"NAME": [int values]}
   nlohmann::ordered_json defaults = nlohmann::ordered_json::object();  ///< {"NAME": value}
   bool retry = false;
+  /// Verdicts on its parent (and suite) the idea is judged until it has (Verdicts: N; default 1): a second verdict
+  /// measures how far the first one reproduces. One judgment a run.
+  int verdicts = 1;
   std::string diff;              ///< the diff as written (from the first line after the headers)
   std::vector<DiffFile> files;   ///< the diff, file by file
   std::string hash;              ///< XXH3-128 (hex) of template, space, defaults and diff: the idea's identity

@@ -14,7 +14,7 @@
 #include "db/store_idea_agents.hpp"
 #include "proposer/idea_agent_call.hpp"
 #include "proposer/idea_file.hpp"
-#include "tuner/proposal_template.hpp"
+#include "core/text_file.hpp"
 
 namespace attn {
 namespace fs = std::filesystem;

@@ -18,7 +18,7 @@
 #include "proposer/template_json.hpp"
 #include "gpu/abi_check.hpp"
 #include "tuner/compile_request.hpp"
-#include "tuner/proposal_template.hpp"
+#include "core/text_file.hpp"
 
 namespace attn {
 namespace fs = std::filesystem;

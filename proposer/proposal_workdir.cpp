@@ -10,7 +10,7 @@
 #include "db/iters_tsv.hpp"
 #include "gpu/compiler.hpp"
 #include "proposer/idea_context.hpp"
-#include "tuner/proposal_template.hpp"
+#include "core/text_file.hpp"
 #include "workload/validation.hpp"
 
 namespace attn {

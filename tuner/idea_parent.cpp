@@ -1,4 +1,4 @@
-// idea_parent, judged_before: the parent of the next idea (tuner/idea_parent.hpp).
+// idea_parent, decide_rerun: the parent of the next idea (tuner/idea_parent.hpp).
 #include "tuner/idea_parent.hpp"
 
 #include <algorithm>
@@ -95,20 +95,26 @@ std::optional<IdeaParent> idea_parent(const std::vector<IdeaRecord>& suite_ideas
   return p;
 }
 
-std::optional<IdeaRecord> judged_before(const std::vector<IdeaRecord>& suite_ideas, const std::string& hash,
-                                        const std::string& parent, bool retry) {
-  for (const auto& old : suite_ideas) {
-    if (old.idea_hash != hash || old.status != IdeaStatus::done) continue;
-    if (old.parent_template == parent || !retry) return old;
-  }
-  return std::nullopt;
-}
-
-std::string judged_before_text(const std::string& file, const IdeaRecord& old, const std::string& parent,
-                               const std::string& suite) {
-  return fmt::format("idea {}: already judged {} on {} on {} (idea {}){}", file, to_string(old.verdict),
-                     old.parent_template, suite, old.id,
-                     old.parent_template == parent ? "" : "; add 'Retry: yes' to run it on " + parent);
+RerunDecision decide_rerun(const std::vector<IdeaRecord>& suite_ideas, const std::string& hash, const std::string& parent,
+                           bool retry, int verdicts, const std::string& file, const std::string& suite) {
+  std::vector<const IdeaRecord*> same, other;  // its verdicts on this parent, and on others
+  for (const auto& old : suite_ideas)
+    if (old.idea_hash == hash && old.status == IdeaStatus::done) (old.parent_template == parent ? same : other).push_back(&old);
+  RerunDecision d;
+  const auto skip = [&](const IdeaRecord& old, const std::string& more) {
+    d.judge = false;
+    d.skipped_for = old;
+    d.skip_note = fmt::format("idea {}: already judged {} on {} on {} (idea {}){}", file, to_string(old.verdict),
+                              old.parent_template, suite, old.id, more);
+    return d;
+  };
+  const std::size_t wanted = std::size_t(std::max(1, verdicts));
+  if (same.size() >= wanted)
+    return skip(*same.back(), wanted > 1 ? fmt::format("; {} verdicts there, as its Verdicts: {} asks", same.size(), wanted)
+                                         : std::string());
+  if (same.empty() && !other.empty() && !retry) return skip(*other.front(), "; add 'Retry: yes' to run it on " + parent);
+  if (!same.empty()) d.repeat_of = same.back()->id;
+  return d;
 }
 
 }  // namespace attn

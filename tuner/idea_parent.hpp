@@ -69,14 +69,25 @@ std::optional<IdeaParent> idea_parent(const std::vector<IdeaRecord>& suite_ideas
                                       const std::set<std::string>& landed_hashes,
                                       const std::function<std::optional<ParentCandidate>(const std::string&)>& candidate);
 
-/// The earlier verdict for which the daemon skips an idea (`hash`, `retry`: its Retry header) on `parent`
-/// (IdeaParent::measured) among `suite_ideas`: one on the same parent, or on another one when the file does not
-/// ask to be judged again. None when the daemon will run it.
-std::optional<IdeaRecord> judged_before(const std::vector<IdeaRecord>& suite_ideas, const std::string& hash,
-                                        const std::string& parent, bool retry);
+/// The decision on one queued idea: judged, or skipped for an earlier verdict (docs/ideas.md, "No re-run").
+struct RerunDecision {
+  bool judge = true;
+  /// The latest verdict on this parent that this judgment repeats (a row of `ideas`); none for a first judgment here.
+  std::optional<std::int64_t> repeat_of;
+  /// Why it is skipped: the line the daemon and `idea check` say ("idea x.idea: already judged no_gain on fa3_tma_p59
+  /// on full (idea 60)...").
+  std::string skip_note;
+  /// The verdict it is skipped for (set when judge is false).
+  std::optional<IdeaRecord> skipped_for;
+};
 
-/// The line the daemon and `idea check` say for an idea skipped for `old` (judged_before), `file` its name.
-std::string judged_before_text(const std::string& file, const IdeaRecord& old, const std::string& parent,
-                               const std::string& suite);
+/// The one rule for whether the daemon judges the idea `hash` of file `file` on `parent` (IdeaParent::measured), with
+/// the file's `retry` (Retry: yes) and `verdicts` (Verdicts: N, at least 1): `suite_ideas` holds the ideas judged on
+/// suite `suite` (ideas_on_suite), oldest first; rows of other hashes and rows not done are passed over. An idea is its
+/// hash: judged again on `parent` while it has fewer than `verdicts` verdicts there (a second look, which measures how
+/// far a verdict reproduces); judged on `parent` for the first time unless it has a verdict on another parent and no
+/// `retry`. Used by the daemon (daemon/idea_bench.cpp) and by `idea check --db` (already_judged).
+RerunDecision decide_rerun(const std::vector<IdeaRecord>& suite_ideas, const std::string& hash, const std::string& parent,
+                           bool retry, int verdicts, const std::string& file, const std::string& suite);
 
 }  // namespace attn

@@ -12,11 +12,6 @@
 
 namespace attn {
 
-/// The whole file at `path`. Throws std::runtime_error naming the path when it cannot be read.
-std::string read_text_file(const std::string& path);
-/// Replaces the file at `path` with `text`, creating its folders. Throws std::runtime_error naming the path.
-void write_text_file(const std::string& path, const std::string& text);
-
 /// The repository template a proposed template descends from: "fa2_mma_p3" -> "fa2_mma" (the "_p<id>"
 /// suffix the daemon gives proposals is dropped; other names are returned as they are).
 std::string proposal_root_template(const std::string& name);

@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "daemon/loop.hpp"
+#include "daemon/worker_answers.hpp"
 #include "db/store.hpp"
 #include "tests/daemon/daemon_harness.hpp"
 #include "tests/test_support.hpp"

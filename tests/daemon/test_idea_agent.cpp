@@ -3,9 +3,13 @@
 // patch(1) and NVRTC, the fake worker as the GPU. One run of 30 s (with an agent the run lasts its budget) of several calls: ideas queued and judged (a win, a bad
 // file, a second win stacked on the first), a call that writes outside its folder, one killed at its limit, calls
 // that write nothing; every call recorded with its kit, its output and which idea it wrote.
+#include <algorithm>
 #include <filesystem>
 #include <map>
+#include <set>
+#include <sstream>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -177,6 +181,81 @@ TEST(IdeaAgent, SeveralCallsOfAWholeRunQueueTheirIdeasWithProvenance) {
   // Not into a folder with files in it.
   const test::Output again = test::run_tuner("idea context --db '" + db_path + "' --out '" + kitdir + "'");
   EXPECT_EQ(again.code, 2) << again.text;
+}
+
+/// A stand-in that thinks 2 s and writes one idea of its own (a new axis named after its call, nothing reads it), and
+/// logs when it started and ended: "<call> <start> <end>" (seconds since the epoch).
+constexpr const char* kSlowAgent = R"SH(#!/bin/sh
+start=$(date +%s.%N)
+sleep 2
+axis=P$ATTN_IDEA_AGENT_CALL
+cat > "idea_$axis.idea" <<IDEA
+Description: axis $axis nothing reads
+Template: fake
+Space: {"$axis": [0, 1]}
+Default: {"$axis": 0}
+
+--- a/fake.cu
++++ b/fake.cu
+@@ -19,3 +19,6 @@
+ extern "C" __device__ int FAKE_MARK(A, B, F) = 1;
++#if $axis
++extern "C" __device__ int fake_probe_$axis = 1;
++#endif
+ extern "C" __device__ int attn_launch_info[4] = {128, 0, 128, 0};
+ 
+IDEA
+echo "$ATTN_IDEA_AGENT_CALL $start $(date +%s.%N) $(pwd)" >> "@LOG@"
+)SH";
+
+TEST(IdeaAgent, KCallsRunAtOnceEachInAKitOfItsOwnEachRecorded) {
+  const std::string dir = test::temp_dir("idea-agents"), queue = dir + "/queue", db_path = dir + "/runs/t.db";
+  const std::string log = dir + "/calls.log", tpl = dir + "/templates";
+  fs::create_directories(tpl);
+  fs::copy_file(test::data_dir() + "/fake_templates/fake.cu", tpl + "/fake.cu");
+  test::write_text(tpl + "/fake.json", R"({"name": "fake", "source": "fake.cu", "kernel": "block_sparse_attn_fwd",
+ "parameters": {"A": {"values": [4, 3, 5]}, "B": {"values": [2, 1]}, "F": {"values": [0]}}, "default": {"A": 4, "B": 2, "F": 0}}
+)");
+  test::write_text(dir + "/agent.sh", replaced(kSlowAgent, "@LOG@", log));
+  const std::string args = "run --db '" + db_path + "' --suite smoke --templates '" + tpl +
+                           "' --template fake --strategy exhaustive --worker-exe '" +
+                           test::fake_worker_path() + "' --cache '" + dir + "/cache' --jobs 2 --ideas '" + queue +
+                           "' --idea-budget 2 --idea-poll 0.2 --idea-agent 'sh " + dir + "/agent.sh' --idea-agent-min 3 "
+                           "--idea-agent-parallel 3 --idea-agent-retry 0 --budget 12s";
+  const test::Output out = test::run_tuner(args);
+  ASSERT_EQ(out.code, 0) << out.text;
+  auto db = ExperimentDb::open(db_path, ExperimentDb::Mode::read_only);
+  const auto calls = idea_agent_calls(db);
+  ASSERT_GE(calls.size(), 3u) << out.text;
+  std::vector<std::pair<double, double>> spans;
+  std::set<std::string> kits;
+  std::istringstream lines(test::read_text(log));
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream in(line);
+    std::int64_t call = 0;
+    double start = 0, end = 0;
+    std::string kit;
+    in >> call >> start >> end >> kit;
+    spans.emplace_back(start, end);
+    kits.insert(kit);
+  }
+  ASSERT_GE(spans.size(), 3u);
+  EXPECT_EQ(kits.size(), spans.size()) << "each call in a kit of its own";
+  std::sort(spans.begin(), spans.end());
+  EXPECT_LT(spans[1].first, spans[0].second) << "the first calls ran at once";
+  EXPECT_LT(spans[2].first, spans[0].second);
+  // Each call recorded, its idea queued under its call's name and judged.
+  std::map<std::string, IdeaRecord> by_file;
+  for (const auto& i : db.ideas()) by_file[i.file] = i;
+  for (const auto& w : idea_agent_ideas(db)) {
+    EXPECT_EQ(w.queued_as, fmt::format("agent{}_idea_P{}.idea", w.call_id, w.call_id));
+    if (by_file.count(w.queued_as) && by_file[w.queued_as].status == IdeaStatus::done) {  // not cut off by the run's end
+      EXPECT_EQ(by_file[w.queued_as].verdict, IdeaVerdict::no_gain) << w.queued_as;
+    }
+  }
+  std::size_t judged = 0;
+  for (const auto& [file, i] : by_file) judged += i.verdict == IdeaVerdict::no_gain ? 1 : 0;
+  EXPECT_GE(judged, 3u) << out.text;
 }
 
 }  // namespace

@@ -6,7 +6,7 @@
 #include "proposer/idea_check.hpp"
 #include "proposer/proposal_check.hpp"
 #include "tests/test_support.hpp"
-#include "tuner/proposal_template.hpp"
+#include "core/text_file.hpp"
 
 namespace attn {
 namespace {

@@ -31,6 +31,7 @@ TEST(IdeaFile, ParsesHeadersAndDiffAndIsKnownByItsCodeNotItsWords) {
   EXPECT_EQ(a.hypothesis, "why");
   EXPECT_EQ(a.template_root, "fa3_tma");
   EXPECT_TRUE(a.retry);
+  EXPECT_EQ(a.verdicts, 1);  // the default: one verdict on a parent
   ASSERT_EQ(a.files.size(), 1u);
   EXPECT_EQ(a.files[0].old_path, "fa3_tma.cu");  // a/ and kernels_templates/ dropped
   EXPECT_EQ(a.files[0].new_path, "fa3_tma.cu");
@@ -39,6 +40,10 @@ TEST(IdeaFile, ParsesHeadersAndDiffAndIsKnownByItsCodeNotItsWords) {
   const auto b = parse_idea("b.idea", "Description: two\nTemplate: fa3_tma\nSpace: {\"X\": [0, 1]}\nDefault: {\"X\": 0}\n\n"
                                       "diff --git a/x b/x\nindex 1..2\n" + kDiff);
   EXPECT_EQ(a.hash, b.hash);
+  const auto again = parse_idea("e.idea", "Description: two\nTemplate: fa3_tma\nVerdicts: 3\nSpace: {\"X\": [0, 1]}\n"
+                                          "Default: {\"X\": 0}\n\n" + kDiff);
+  EXPECT_EQ(again.verdicts, 3);
+  EXPECT_EQ(again.hash, a.hash) << "asking for more verdicts does not make it another idea";
   std::string other = kDiff;
   other.replace(other.find("+b"), 2, "+d");
   const auto c = parse_idea("c.idea", "Description: two\nTemplate: fa3_tma\nSpace: {\"X\": [0, 1]}\nDefault: {\"X\": 0}\n\n" + other);
@@ -62,6 +67,9 @@ TEST(IdeaFile, BadInputIsAClearErrorNamingTheProblem) {
   EXPECT_NE(error_of("Description: x\nSpace: {\"X\": [0.5]}\nDefault: {\"X\": 0.5}\n").find("not an integer"), std::string::npos);
   EXPECT_NE(error_of("Description: x\nSpace: [1]\n").find("must be a JSON object"), std::string::npos);
   EXPECT_NE(error_of("Description: x\nRetry: maybe\n\n" + kDiff).find("Retry is yes or no"), std::string::npos);
+  for (const char* bad : {"0", "10", "two", "2.5"})
+    EXPECT_NE(error_of(std::string("Description: x\nVerdicts: ") + bad + "\n\n" + kDiff).find("Verdicts is a number from 1 to 9"),
+              std::string::npos) << bad;
   EXPECT_NE(error_of("Description: " + std::string(400, 'a') + "\n\n" + kDiff).find("over 300"), std::string::npos);
   // The diff: counts that do not add up, a header without hunks, paths that leave the folder, binary patches.
   EXPECT_NE(error_of("Description: x\n\n--- a/f.cu\n+++ b/f.cu\n@@ -1,3 +1,3 @@\n a\n").find("ends early"), std::string::npos);

@@ -11,7 +11,7 @@
 #include "proposer/idea_import.hpp"
 #include "tests/daemon/daemon_harness.hpp"
 #include "tests/test_support.hpp"
-#include "tuner/proposal_template.hpp"
+#include "core/text_file.hpp"
 
 namespace attn {
 namespace {

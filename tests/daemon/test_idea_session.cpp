@@ -1,10 +1,9 @@
-// IdeaSession (daemon/idea_session.hpp): the idea queue's state and the hooks that decide when an idea is judged.
+// IdeaSession (daemon/idea_session.hpp): the idea queue's state (when an idea is tuned: SearchBook, test_scheduler.cpp).
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 
 #include "daemon/idea_session.hpp"
-#include "tests/tuner/tuner_fixtures.hpp"
 
 namespace attn::tuning {
 namespace {
@@ -17,40 +16,18 @@ ActiveIdea idea_of(const std::string& tname, IdeaStatus status) {
   return a;
 }
 
-TEST(IdeaSession, OnlyTheIdeasTemplateCountsAndItIsTunedWhenEverythingIssuedFinishedAndTheSearchIsDone) {
-  MultiSearch search;
-  search.add(test::tile_space(test::temp_dir("idea-session")), make_strategy("random", 1));
+TEST(IdeaSession, OneIdeaAtATimeItsJudgingTimeFromZero) {
   IdeaSession s;
-  EXPECT_FALSE(s.tuned(search));  // no idea
-  s.on_issued("tile");            // no idea: nothing counted
+  EXPECT_EQ(s.current(), nullptr);
   ActiveIdea& a = s.begin(idea_of("tile", IdeaStatus::checking));
   EXPECT_EQ(s.current(), &a);
   EXPECT_THROW(s.begin(idea_of("other", IdeaStatus::checking)), std::logic_error);  // one at a time
-  s.on_issued("other");
-  s.on_finished("other", 5.0);
-  EXPECT_EQ(s.issued(), 0u);
-  EXPECT_EQ(s.finished(), 0u);
-  s.on_issued("tile");
-  s.on_issued("tile");
-  s.on_finished("tile", 2.5);
-  EXPECT_EQ(s.issued(), 2u);
-  EXPECT_EQ(s.finished(), 1u);
-  EXPECT_DOUBLE_EQ(s.gpu_ms(), 2.5);
-  search.retire("tile");
-  EXPECT_FALSE(s.tuned(search));  // still checking
-  a.rec.status = IdeaStatus::tuning;
-  EXPECT_FALSE(s.tuned(search));  // one config still in flight
-  s.on_finished("tile", 0.0);     // evaluated before: no GPU time
-  EXPECT_DOUBLE_EQ(s.gpu_ms(), 2.5);
-  EXPECT_TRUE(s.tuned(search));
-  a.rec.status = IdeaStatus::judging;
-  EXPECT_FALSE(s.tuned(search));  // judged once
+  s.add_judging_ms(2.5);
+  EXPECT_DOUBLE_EQ(s.judging_ms(), 2.5);
   s.end();
   EXPECT_EQ(s.current(), nullptr);
-  // The next idea starts from zero.
-  s.begin(idea_of("tile", IdeaStatus::tuning));
-  EXPECT_EQ(s.issued(), 0u);
-  EXPECT_DOUBLE_EQ(s.gpu_ms(), 0.0);
+  s.begin(idea_of("tile", IdeaStatus::tuning));  // the next idea starts from zero
+  EXPECT_DOUBLE_EQ(s.judging_ms(), 0.0);
 }
 
 TEST(IdeaSession, TheFolderIsLookedAtEveryPollWithoutAnIdeaAndEachProblemOnce) {
@@ -70,9 +47,6 @@ TEST(IdeaSession, TheFolderIsLookedAtEveryPollWithoutAnIdeaAndEachProblemOnce) {
   EXPECT_FALSE(s.taken("a.idea\nfile:1"));
   s.take("a.idea\nfile:1");
   EXPECT_TRUE(s.taken("a.idea\nfile:1"));
-  s.add_template("tile_p3");
-  EXPECT_TRUE(s.is_idea_template("tile_p3"));
-  EXPECT_FALSE(s.is_idea_template("tile"));
 }
 
 TEST(IdeaSession, AConfigRunsTheIdeaWhenItUsesAValueTheIdeaAdds) {

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "daemon/seed_rounds.hpp"
+#include "db/idea_repeats.hpp"
 #include "db/store.hpp"
 #include "tests/daemon/daemon_harness.hpp"
 #include "workload/case_spec.hpp"
@@ -278,6 +279,34 @@ TEST(Ideas, ALosingIdeaRunsOnANewParentOnlyWithRetryYes) {
   EXPECT_EQ(by_file["c_retry.idea"].idea_hash, by_file["a.idea"].idea_hash);  // one idea, whatever its words
   EXPECT_EQ(by_file["c_retry.idea"].parent_template, by_file["w.idea"].template_name);
   EXPECT_EQ(by_file["c_retry.idea"].verdict, IdeaVerdict::no_gain);
+}
+
+// Verdicts measured for trust (issue 47): an idea judged on a parent is judged there again when its file asks for more
+// verdicts (Verdicts: 2), one judgment a run; both verdicts stay, the second names the first (idea_repeats).
+TEST(Ideas, AnIdeaIsJudgedAgainOnTheSameParentUpToTheVerdictsItsFileAsks) {
+  IdeaFixture f;
+  const std::string comment = after_f("a comment changes nothing", "// nothing");
+  f.queue_idea("a.idea", comment, 100);
+  const test::Output first = test::run_tuner(f.args(""));
+  ASSERT_EQ(first.code, 0) << first.text;
+  f.queue_idea("a.idea", "Verdicts: 2\n" + comment, 100);
+  const test::Output second = test::run_tuner(f.args(""));
+  ASSERT_EQ(second.code, 0) << second.text;
+  EXPECT_NE(second.text.find("judged again (idea 1 was judged there)"), std::string::npos) << second.text;
+  const test::Output third = test::run_tuner(f.args(""));
+  ASSERT_EQ(third.code, 0) << third.text;
+  EXPECT_NE(third.text.find("a.idea: already judged no_gain on fake on smoke (idea 2); 2 verdicts there, as its "
+                            "Verdicts: 2 asks"), std::string::npos) << third.text;
+  auto db = ExperimentDb::open(f.db, ExperimentDb::Mode::read_only);
+  const auto ideas = db.ideas();
+  ASSERT_EQ(ideas.size(), 2u);
+  EXPECT_EQ(ideas[0].idea_hash, ideas[1].idea_hash);
+  EXPECT_EQ(ideas[0].parent_template, ideas[1].parent_template);
+  EXPECT_EQ(ideas[0].verdict, IdeaVerdict::no_gain);
+  EXPECT_EQ(ideas[1].verdict, IdeaVerdict::no_gain);
+  EXPECT_EQ(idea_repeats(db), (std::map<std::int64_t, std::int64_t>{{ideas[1].id, ideas[0].id}}));
+  const test::Output shown = test::run_tuner("query ideas --db '" + f.db + "' --id " + std::to_string(ideas[1].id));
+  EXPECT_NE(shown.text.find("judged again: idea 1 had no_gain on fake"), std::string::npos) << shown.text;
 }
 
 // A verdict holds for the suite it was measured on: the same idea on the same parent is judged again on another

@@ -1,4 +1,4 @@
-// The tuning loop's patched siblings (Loop::queue_siblings): configs that differ only in a patchable parameter
+// The tuning loop's patched siblings (Scheduler::queue_siblings): configs that differ only in a patchable parameter
 // are queued together, compiled once, and each evaluated with a cubin byte-identical to NVRTC's own build of it.
 #include <gtest/gtest.h>
 

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "db/idea_repeats.hpp"
 #include "db/schema.hpp"
 #include "db/store.hpp"
 #include "db/store_idea_agents.hpp"
@@ -48,7 +49,7 @@ TEST(Schema, CreatesEveryTableAtTheCurrentVersionInWalMode) {
     ASSERT_TRUE(st.step());
     EXPECT_EQ(st.column_text(0),
               "case_rows,cases,champion_history,champions,configs,gpus,harness_checks,holdout_checks,idea_agent_calls,"
-              "idea_agent_ideas,ideas,"
+              "idea_agent_ideas,idea_repeats,ideas,"
               "iteration_rows,iteration_sources,param_names,proposals,runs,schema_version,spare_evaluations,variant_rows");
     // Version 10: the rows of version 8's iterations, variants and case_results are read through views of those names.
     EXPECT_EQ(single_text(c, "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master WHERE type = 'view' "
@@ -56,9 +57,10 @@ TEST(Schema, CreatesEveryTableAtTheCurrentVersionInWalMode) {
               "case_results,iterations,variants");
     EXPECT_EQ(db::read_schema_version(c), db::kSchemaVersion);
   }
-  // Reopening neither recreates nor re-records the version.
+  // A fresh file took every step of the chain (a row each); reopening neither recreates nor re-records one.
   auto db = ExperimentDb::open(path);
-  EXPECT_EQ(single_text(db.connection(), "SELECT count(*) FROM schema_version"), "1");
+  EXPECT_EQ(single_text(db.connection(), "SELECT count(*) FROM schema_version"), std::to_string(db::kSchemaVersion));
+  EXPECT_EQ(single_text(db.connection(), "SELECT min(version) FROM schema_version"), "1");
   auto ro = ExperimentDb::open(path, ExperimentDb::Mode::read_only);
   EXPECT_TRUE(ro.read_only());
   EXPECT_EQ(single_text(ro.connection(), "PRAGMA foreign_keys"), "1");
@@ -314,13 +316,45 @@ TEST(Schema, IdeaAgentCallsAndTheirIdeasAreRecordedInAMigratedVersionEightFile) 
   EXPECT_THROW(begin_idea_agent_call(db, c), std::invalid_argument);
 }
 
+TEST(Schema, AVersionElevenFileReadsWithoutRepeatedJudgmentsAndAWriterAddsThem) {
+  // 11 -> 12 only adds idea_repeats: a read-only open reads a version-11 file as it is (none repeated).
+  auto path = test::temp_dir("db-schema") + "/v11.db";
+  std::int64_t first = 0, second = 0;
+  {
+    auto db = ExperimentDb::open(path);
+    const auto run = test::begin_test_run(db, "full", "fa3_tma");
+    IdeaRecord i;
+    i.run_id = run;
+    i.file = "a.idea";
+    i.idea_hash = "h";
+    i.status = IdeaStatus::done;
+    i.verdict = IdeaVerdict::no_gain;
+    first = db.add_idea(i);
+    second = db.add_idea(i);
+    db.connection().exec("DROP TABLE idea_repeats");
+    db.connection().exec("DELETE FROM schema_version WHERE version > 11");
+  }
+  {
+    auto ro = ExperimentDb::open(path, ExperimentDb::Mode::read_only);
+    EXPECT_EQ(db::read_schema_version(ro.connection()), 11);
+    EXPECT_TRUE(idea_repeats(ro).empty());
+  }
+  auto db = ExperimentDb::open(path);
+  EXPECT_EQ(db::read_schema_version(db.connection()), db::kSchemaVersion);
+  add_idea_repeat(db, second, first);
+  EXPECT_EQ(idea_repeats(db), (std::map<std::int64_t, std::int64_t>{{second, first}}));
+  EXPECT_THROW(add_idea_repeat(db, second, second), std::invalid_argument);
+  EXPECT_THROW(add_idea_repeat(db, second, 99), std::invalid_argument);
+}
+
 TEST(Schema, AVersionTenFileReadsWithoutSpareEvaluationsAndAWriterAddsThem) {
   // 10 -> 11 only adds spare_evaluations: a read-only open reads a version-10 file as it is (none).
   auto path = test::temp_dir("db-schema") + "/v10.db";
   {
     auto db = ExperimentDb::open(path);
     db.connection().exec("DROP TABLE spare_evaluations");
-    db.connection().exec("UPDATE schema_version SET version = 10");
+    db.connection().exec("DROP TABLE idea_repeats");
+    db.connection().exec("DELETE FROM schema_version WHERE version > 10");
   }
   {
     auto ro = ExperimentDb::open(path, ExperimentDb::Mode::read_only);

@@ -125,24 +125,33 @@ TEST(IdeaParent, IdeasOnASuiteAreThoseOfItsRuns) {
   EXPECT_TRUE(ideas_on_suite(all, runs, "broad").empty());
 }
 
-TEST(IdeaParent, JudgedBeforeIsTheDaemonsSkipRule) {
+TEST(IdeaParent, DecideRerunIsTheDaemonsSkipRule) {
   const auto ideas = full_ideas();
   // SFU_TURN was judged on p59: the same parent skips it, Retry or not.
-  auto old = judged_before(ideas, "sfu_turn", "fa3_tma_p59", true);
-  ASSERT_TRUE(old);
-  EXPECT_EQ(old->id, 66);
-  EXPECT_EQ(judged_before_text("agent_g_sfu_turn.idea", *old, "fa3_tma_p59", "full"),
-            "idea agent_g_sfu_turn.idea: already judged no_gain on fa3_tma_p59 on full (idea 66)");
+  auto d = decide_rerun(ideas, "sfu_turn", "fa3_tma_p59", true, 1, "agent_g_sfu_turn.idea", "full");
+  ASSERT_FALSE(d.judge);
+  EXPECT_EQ(d.skipped_for->id, 66);
+  EXPECT_EQ(d.skip_note, "idea agent_g_sfu_turn.idea: already judged no_gain on fa3_tma_p59 on full (idea 66)");
+  // Verdicts: 2 has it judged once more there, the new verdict linked to the one it repeats.
+  d = decide_rerun(ideas, "sfu_turn", "fa3_tma_p59", false, 2, "x.idea", "full");
+  EXPECT_TRUE(d.judge);
+  EXPECT_EQ(d.repeat_of, 66);
+  auto twice = ideas;  // ... and no more once it has its two there
+  twice.push_back(idea(80, 10, "sfu_turn", "fa3_tma_p59", "fa3_tma_p80", IdeaVerdict::slower));
+  d = decide_rerun(twice, "sfu_turn", "fa3_tma_p59", false, 2, "x.idea", "full");
+  EXPECT_FALSE(d.judge);
+  EXPECT_NE(d.skip_note.find("(idea 80); 2 verdicts there, as its Verdicts: 2 asks"), std::string::npos) << d.skip_note;
   // On a newer parent only with Retry: yes.
-  old = judged_before(ideas, "sfu_turn", "fa3_tma_p80", false);
-  ASSERT_TRUE(old);
-  EXPECT_NE(judged_before_text("x.idea", *old, "fa3_tma_p80", "full").find("add 'Retry: yes' to run it on fa3_tma_p80"),
-            std::string::npos);
-  EXPECT_FALSE(judged_before(ideas, "sfu_turn", "fa3_tma_p80", true));
-  EXPECT_FALSE(judged_before(ideas, "never_seen", "fa3_tma_p59", false));
+  d = decide_rerun(ideas, "sfu_turn", "fa3_tma_p80", false, 1, "x.idea", "full");
+  ASSERT_FALSE(d.judge);
+  EXPECT_NE(d.skip_note.find("add 'Retry: yes' to run it on fa3_tma_p80"), std::string::npos);
+  d = decide_rerun(ideas, "sfu_turn", "fa3_tma_p80", true, 1, "x.idea", "full");
+  EXPECT_TRUE(d.judge);
+  EXPECT_FALSE(d.repeat_of);
+  EXPECT_TRUE(decide_rerun(ideas, "never_seen", "fa3_tma_p59", false, 1, "x.idea", "full").judge);
   auto running = ideas;
   running[2].status = IdeaStatus::interrupted;
-  EXPECT_FALSE(judged_before(running, "sfu_turn", "fa3_tma_p59", false));
+  EXPECT_TRUE(decide_rerun(running, "sfu_turn", "fa3_tma_p59", false, 1, "x.idea", "full").judge);
 }
 
 }  // namespace

@@ -1,0 +1,37 @@
+// The run's DB and iters.tsv (daemon/db_writer.hpp).
+#include "daemon/db_writer.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace attn::tuning {
+
+DbWriter::DbWriter(const std::string& db_path, const std::string& tsv_path, bool sync_full)
+    : db_(ExperimentDb::open(db_path)),
+      tsv_(tsv_path, [this] { return db_.iterations(); },  // rebuilt from the DB when needed (called with mu_ held)
+           [this] {
+             const auto [finished, last] = db_.finished_tail();
+             return ItersTsvWriter::Tail{finished, last ? db_.iteration(*last) : std::nullopt};
+           }) {
+  db_.set_sync_full(sync_full);
+}
+
+void DbWriter::finish_iteration(IterationRecord& it) {
+  std::lock_guard lock(mu_);
+  db_.finish_iteration(it);
+  std::string note;
+  if (tsv_.write(*db_.iteration(it.iter), note) != ItersTsvWriter::Outcome::appended) spdlog::warn("{}", note);
+}
+
+void DbWriter::tsv_line(std::int64_t iter) {
+  std::lock_guard lock(mu_);
+  std::string note;
+  if (const auto it = db_.iteration(iter); it && tsv_.write(*it, note) != ItersTsvWriter::Outcome::appended)
+    spdlog::warn("{}", note);
+}
+
+void DbWriter::rebuild_tsv_unless_current() {
+  std::lock_guard lock(mu_);
+  tsv_.rebuild_unless_current();
+}
+
+}  // namespace attn::tuning
