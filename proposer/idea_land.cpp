@@ -13,6 +13,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "core/text_file.hpp"
 #include "proposer/champion_template.hpp"
 #include "proposer/idea_apply.hpp"
 #include "proposer/idea_check.hpp"

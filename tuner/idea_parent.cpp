@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "core/text_file.hpp"
 #include "tuner/proposal_template.hpp"
 
 namespace attn {

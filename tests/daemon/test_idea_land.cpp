@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/text_file.hpp"
 #include "db/store.hpp"
 #include "proposer/idea_context.hpp"
 #include "proposer/idea_land.hpp"
