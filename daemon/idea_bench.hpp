@@ -96,8 +96,9 @@ class IdeaBench {
 /// none when a re-timing failed or a cubin is missing.
 std::optional<IdeaAba> retime_idea(Challenge& seat, const Contender& parent, const std::vector<Contender>& contenders,
                                    const std::vector<bool>& paired);
-/// The idea row's numbers: the decision's, the held-out scores, and the A/B/A's JSON (looks, GPU `gpu`).
-void record_idea_numbers(IdeaRecord& rec, const IdeaDecision& d, const IdeaAba& aba,
+/// The idea row's numbers: the decision's (the first A/B/A round's), the held-out scores, and the A/B/A's JSON (looks,
+/// GPU `gpu`, and "rounds": each round's A1, contenders' B and A2 in ms).
+void record_idea_numbers(IdeaRecord& rec, const IdeaDecision& d, const std::vector<IdeaAba>& rounds,
                          const std::optional<IdeaHoldout>& holdout, const Contender& parent,
                          const std::vector<Contender>& contenders, const GpuSpec& gpu);
 

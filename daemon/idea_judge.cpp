@@ -9,6 +9,20 @@
 #include "tuner/strategy.hpp"
 
 namespace attn::tuning {
+namespace {
+
+/// Each A/B/A round as timed: [{"a1_ms", "b_ms": [a contender's B each], "a2_ms"}].
+nlohmann::json rounds_json(const std::vector<IdeaAba>& rounds) {
+  auto out = nlohmann::json::array();
+  for (const auto& r : rounds) {
+    auto b = nlohmann::json::array();
+    for (const auto& c : r.contenders) b.push_back(c.b.ms);
+    out.push_back({{"a1_ms", r.a1.ms}, {"b_ms", b}, {"a2_ms", r.a2.ms}});
+  }
+  return out;
+}
+
+}  // namespace
 
 Contender IdeaBench::contender(const std::string& tname, const Champion& c) {
   Contender k{c.iter, tname, c.config, "", env_.search.kernel(tname).value_or(""), {}};
@@ -53,33 +67,41 @@ void IdeaBench::judge(GpuSlot& slot, std::unique_lock<std::mutex>& lock, std::ve
   contenders.push_back(contender(t, pick.best));
   paired.push_back(pick.paired && pick.paired->iter == pick.best.iter);
   env_.status(fmt::format("idea {}: A/B/A against {}", file, parent_template));
-  std::optional<IdeaAba> aba;
+  std::vector<IdeaAba> rounds;  // the A/B/A, and a second one when the first says win or slower (needs_second_look)
+  bool retimed = false;
   std::optional<IdeaHoldout> holdout;
   IdeaDecision d;
   const auto t0 = Clock::now();
   {
     Challenge seat = env_.seat.take(slot);  // one challenge at a time, on this GPU
     slot.set_state(fmt::format("judging idea {}", id));
-    aba = retime_idea(seat, parent, contenders, paired);
-    if (aba && env_.holdout) {
-      const auto [hp, hi] = seat.holdout_pair(parent, contenders[decide_idea(*aba, std::nullopt).judged]);
+    if (auto aba = retime_idea(seat, parent, contenders, paired)) {
+      rounds.push_back(std::move(*aba));
+      retimed = true;
+      if (needs_second_look(decide_idea(rounds, std::nullopt))) {
+        if (auto again = retime_idea(seat, parent, contenders, paired)) rounds.push_back(std::move(*again));
+        else retimed = false;
+      }
+    }
+    if (retimed && env_.holdout) {
+      const auto [hp, hi] = seat.holdout_pair(parent, contenders[decide_idea(rounds, std::nullopt).judged]);
       const auto run = [](const HoldoutResult& h) {
         return HeldOutRun{h.ok ? std::optional<double>(h.measured.score_ms) : std::nullopt, h.kind, h.failure};
       };
       holdout = IdeaHoldout{run(hp), run(hi)};
     }
-    if (aba) d = decide_idea(*aba, holdout);
+    if (retimed) d = decide_idea(rounds, holdout);
   }
   const double ms = seconds_since(t0) * 1000;
   lock.lock();
 
   session_.add_judging_ms(ms);
-  if (!aba) {
+  if (!retimed) {
     env_.scheduler.retire(t);
     return end(IdeaVerdict::broken, IdeaBrokenKind::crash, "the A/B/A re-timing against the parent failed (see the log)",
                notes);
   }
-  record_idea_numbers(a.rec, d, *aba, holdout, parent, contenders, slot.gpu());
+  record_idea_numbers(a.rec, d, rounds, holdout, parent, contenders, slot.gpu());
   if (d.verdict != IdeaVerdict::win) env_.scheduler.retire(t);
   else env_.search.set_strategy(t, make_strategy(o_.strategy, o_.seed));  // a win is tuned on like any template
   end(d.verdict, d.broken_kind, d.reason + pick.inactive_note, notes);
@@ -107,9 +129,10 @@ std::optional<IdeaAba> retime_idea(Challenge& seat, const Contender& parent, con
   return aba;
 }
 
-void record_idea_numbers(IdeaRecord& rec, const IdeaDecision& d, const IdeaAba& aba,
+void record_idea_numbers(IdeaRecord& rec, const IdeaDecision& d, const std::vector<IdeaAba>& rounds,
                          const std::optional<IdeaHoldout>& holdout, const Contender& parent,
                          const std::vector<Contender>& contenders, const GpuSpec& gpu) {
+  const IdeaAba& aba = rounds.front();  // the verdict's numbers are the first round's
   if (holdout) {
     rec.holdout_parent_ms = holdout->parent.ms;
     rec.holdout_idea_ms = holdout->idea.ms;
@@ -125,7 +148,8 @@ void record_idea_numbers(IdeaRecord& rec, const IdeaDecision& d, const IdeaAba& 
   rec.aba_json = nlohmann::json{{"a1_ms", aba.a1.ms}, {"b_ms", d.idea_ms}, {"a2_ms", aba.a2.ms},
                                 {"noise_ms", d.looks[d.judged].d.noise_ms}, {"parent_iter", parent.iter},
                                 {"idea_iter", contenders[d.judged].iter}, {"judged", looks[d.judged]["what"]},
-                                {"looks", looks}, {"gpu_index", gpu.index}, {"gpu_uuid", gpu.uuid}}
+                                {"looks", looks}, {"gpu_index", gpu.index}, {"gpu_uuid", gpu.uuid},
+                                {"rounds", rounds_json(rounds)}}
                      .dump();
 }
 

@@ -38,6 +38,8 @@ IdeaLook look_at(const IdeaAba& aba, const IdeaContender& c, const ChampionRule&
   return l;
 }
 
+void apply_holdout(IdeaDecision& out, const std::optional<IdeaHoldout>& holdout);
+
 }  // namespace
 
 IdeaDecision decide_idea(const IdeaAba& aba, const std::optional<IdeaHoldout>& holdout, const ChampionRule& rule) {
@@ -92,7 +94,38 @@ IdeaDecision decide_idea(const IdeaAba& aba, const std::optional<IdeaHoldout>& h
       out.reason += fmt::format("; {} config (iter {}) {:.4f} ms ({:+.2f} %)", what(aba.contenders[i]),
                                 aba.contenders[i].iter, aba.contenders[i].b.ms, out.looks[i].delta_pct);
 
-  if (!holdout) return out;
+  apply_holdout(out, holdout);
+  return out;
+}
+
+bool needs_second_look(const IdeaDecision& first) {
+  return first.verdict == IdeaVerdict::win || first.verdict == IdeaVerdict::slower;
+}
+
+IdeaDecision decide_idea(const std::vector<IdeaAba>& rounds, const std::optional<IdeaHoldout>& holdout,
+                         const ChampionRule& rule) {
+  if (rounds.empty()) throw std::invalid_argument("idea rule: no A/B/A round to judge");
+  IdeaDecision out = decide_idea(rounds[0], std::nullopt, rule);
+  for (std::size_t r = 1; r < rounds.size(); ++r) {
+    const IdeaDecision again = decide_idea(rounds[r], std::nullopt, rule);
+    out.reason += fmt::format("; A/B/A {}: {} {:+.2f} %, noise {:.2f} %", r + 1, to_string(again.verdict),
+                              again.delta_pct, again.noise_pct);
+    if (again.verdict != out.verdict && out.verdict != IdeaVerdict::no_gain) {
+      out.reason = fmt::format("not confirmed: {} ({})", to_string(out.verdict), out.reason);
+      out.verdict = IdeaVerdict::no_gain;
+    }
+  }
+  apply_holdout(out, holdout);
+  return out;
+}
+
+namespace {
+
+/// The held-out seed's look applied to a verdict (decide_idea's rule, tuner/idea_rule.hpp).
+void apply_holdout(IdeaDecision& out, const std::optional<IdeaHoldout>& holdout) {
+  if (!holdout) return;
+  require_held_out(holdout->parent, "parent");
+  require_held_out(holdout->idea, "idea");
   const HeldOutRun &hp = holdout->parent, &hi = holdout->idea;
   if (!hi.ms) {
     out.verdict = IdeaVerdict::broken;
@@ -106,7 +139,8 @@ IdeaDecision decide_idea(const IdeaAba& aba, const std::optional<IdeaHoldout>& h
       out.reason += ": faster on the tuning seed only";
     }
   }
-  return out;
 }
+
+}  // namespace
 
 }  // namespace attn

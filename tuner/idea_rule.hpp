@@ -86,4 +86,18 @@ struct IdeaDecision {
 /// decide_aba).
 IdeaDecision decide_idea(const IdeaAba& aba, const std::optional<IdeaHoldout>& holdout, const ChampionRule& rule = {});
 
+/// Whether the verdict of a first A/B/A (decide_idea without the held-out seed) stands only once a second A/B/A of
+/// the same contenders, back to back on the same GPU, says the same: a win or slower. A single A/B/A calls about one
+/// no-op in 15 a win (2026-11-29, H200: 1 of 14 probes, -1.10 % against a noise of 0.96 %; docs/results.md), since the
+/// noise is estimated from the spreads of single timings and the faster of two contenders is judged.
+bool needs_second_look(const IdeaDecision& first);
+
+/// The idea rule over the A/B/A rounds of one idea (`rounds`: the first, then the second when needs_second_look): each
+/// round decided as decide_idea without the held-out seed; the verdict is win (or slower) only when every round says
+/// so, else no_gain ("not confirmed"); the numbers are the first round's, each later round's in the reason. Then
+/// `holdout` as in decide_idea, run on the first round's judged contender. Throws std::invalid_argument on no rounds,
+/// else as decide_idea.
+IdeaDecision decide_idea(const std::vector<IdeaAba>& rounds, const std::optional<IdeaHoldout>& holdout,
+                         const ChampionRule& rule = {});
+
 }  // namespace attn

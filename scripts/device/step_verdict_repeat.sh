@@ -9,7 +9,8 @@
 # verdicts; raw data under $OUT. About 6 minutes of GPU time on an H200 (an idea is judged in 5-9 s).
 # usage (GPU machine, repo root, bundle carried): scripts/device/step_verdict_repeat.sh [run args...]
 #   environment: LIST (lab/ideas/repeat.tsv), PROBES (20), IDEA_BUDGET (8 configs an idea, as the campaigns),
-#   BUDGET_S (170 s a run of the ideas at most), PROBE_BUDGET_S (200 s), SUITE (full)
+#   BUDGET_S (170 s a run of the ideas at most), PROBE_BUDGET_S (200 s), SUITE (full), PROBES_ONLY (set: the probe
+#   run alone)
 # $OUT: agreement.txt (the GPU, the table and the count), agreement.tsv, probes.txt (the probe run's verdicts), ideas_a.json,
 #   ideas_b.json (query ideas --format json), run_a.log, run_b.log, run_probe.log (8 files).
 set -uo pipefail
@@ -68,15 +69,18 @@ judge() {
   grep -E "^idea [0-9]+ .*: (win|no_gain|slower|broken)|already judged" "$out/run_$name.log" | cut -c1-220
 }
 
-judge a "${BUDGET_S:-170}" "$@"
-judge b "${BUDGET_S:-170}" "$@"
-python3 lab/scripts/verdict_agreement.py runs/repeat/a.db runs/repeat/b.db --start "$start" --tsv "$out/agreement.tsv" |
-  tee -a "$out/agreement.txt"
-attn-tuner query ideas --db runs/repeat/a.db --format json >"$out/ideas_a.json"
-attn-tuner query ideas --db runs/repeat/b.db --format json >"$out/ideas_b.json"
+if [[ -z ${PROBES_ONLY:-} ]]; then
+  judge a "${BUDGET_S:-170}" "$@"
+  judge b "${BUDGET_S:-170}" "$@"
+  python3 lab/scripts/verdict_agreement.py runs/repeat/a.db runs/repeat/b.db --start "$start" --tsv "$out/agreement.tsv" |
+    tee -a "$out/agreement.txt"
+  attn-tuner query ideas --db runs/repeat/a.db --format json >"$out/ideas_a.json"
+  attn-tuner query ideas --db runs/repeat/b.db --format json >"$out/ideas_b.json"
+fi
 judge probe "${PROBE_BUDGET_S:-200}" "$@"
 attn-tuner query sql --db runs/repeat/probe.db "SELECT id, file, verdict, broken_kind, printf('%+.2f', delta_pct) AS delta_pct, \
 printf('%.2f', noise_pct) AS noise_pct, printf('%.1f', wall_s) AS wall_s FROM ideas WHERE run_id = (SELECT max(id) FROM runs) \
 ORDER BY id" | tee "$out/probes.txt"
+attn-tuner query ideas --db runs/repeat/probe.db --format json >"$out/ideas_probe.json"
 attn-tuner query sql --db runs/repeat/probe.db --format tsv "SELECT verdict, count(*), printf('%.1f', avg(wall_s)) FROM ideas \
 WHERE run_id = (SELECT max(id) FROM runs) GROUP BY verdict" | tee -a "$out/probes.txt"

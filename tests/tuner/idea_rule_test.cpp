@@ -42,6 +42,29 @@ TEST(IdeaRule, AClearLeadIsAWin) {
   EXPECT_NE(d.reason.find("(paired: the parent's config with the idea on, iter 7)"), std::string::npos) << d.reason;
 }
 
+TEST(IdeaRule, AWinOrASlowerStandsOnlyWhenASecondAbaSaysTheSame) {
+  // A no-op that won one A/B/A (probe 13 on the H200, 2026-11-29: -1.10 % against a noise of 0.96 %) and is within
+  // the noise in the second: no_gain, both rounds in the reason, the first round's numbers kept.
+  EXPECT_TRUE(needs_second_look(decide_idea(one(0.8), std::nullopt)));
+  EXPECT_TRUE(needs_second_look(decide_idea(one(1.2), std::nullopt)));
+  EXPECT_FALSE(needs_second_look(decide_idea(one(0.999), std::nullopt)));
+  IdeaDecision d = decide_idea(std::vector<IdeaAba>{one(0.98), one(0.999)}, std::nullopt);
+  EXPECT_EQ(d.verdict, IdeaVerdict::no_gain);
+  EXPECT_NEAR(d.delta_pct, -2.0, 1e-9);
+  EXPECT_EQ(d.reason.rfind("not confirmed: win (0.9800 ms vs the parent's 1.0000", 0), 0u) << d.reason;
+  EXPECT_NE(d.reason.find("; A/B/A 2: no_gain -0.10 %, noise 0.50 %)"), std::string::npos) << d.reason;
+  // Confirmed both ways; a slower that the second round calls a win is no_gain too.
+  EXPECT_EQ(decide_idea(std::vector<IdeaAba>{one(0.98), one(0.97)}, std::nullopt).verdict, IdeaVerdict::win);
+  EXPECT_EQ(decide_idea(std::vector<IdeaAba>{one(1.02), one(1.03)}, std::nullopt).verdict, IdeaVerdict::slower);
+  EXPECT_EQ(decide_idea(std::vector<IdeaAba>{one(1.02), one(0.97)}, std::nullopt).verdict, IdeaVerdict::no_gain);
+  // One round is decide_idea itself; the held-out seed still demotes a confirmed win; no rounds is an error.
+  EXPECT_EQ(decide_idea(std::vector<IdeaAba>{one(0.8)}, std::nullopt).reason, decide_idea(one(0.8), std::nullopt).reason);
+  d = decide_idea(std::vector<IdeaAba>{one(0.98), one(0.97)}, IdeaHoldout{ran(1.0), ran(1.05)});
+  EXPECT_EQ(d.verdict, IdeaVerdict::no_gain);
+  EXPECT_NE(d.reason.find("faster on the tuning seed only"), std::string::npos) << d.reason;
+  EXPECT_THROW(decide_idea(std::vector<IdeaAba>{}, std::nullopt), std::invalid_argument);
+}
+
 TEST(IdeaRule, ALeadWithinTheNoiseIsNoGain) {
   const IdeaDecision d = decide_idea(one(0.997), std::nullopt);  // 0.3 % < the 0.5 % floor
   EXPECT_EQ(d.verdict, IdeaVerdict::no_gain);
