@@ -5,8 +5,12 @@
 # ARMS (default "old new new old": drift cancels), each on a fresh DB with its own empty cubin cache, one after the
 # other on GPU 0. Prints each arm's configs/h (iterations over their first start to last finish, from the DB, spare
 # evaluations left out) and GPU busy share (its end summary), and new / old of the arms' means.
+# OLD_TREE and OLD_BUILT_AT: the old build reads its templates and helper kernels (validate_outputs.cu) at the source
+# path compiled into it (OLD_BUILT_AT, e.g. /work/wt/old for a worktree build), which the GPU machine lacks: the old
+# checkout's kernels_templates, carried in OLD_TREE (a folder holding kernels_templates/), is linked there.
 # usage (GPU machine, repo root, both bundles carried):
-#   scripts/device/step_core_ab.sh .carry/me/old_bundle.tgz 110s --template fa3_tma --strategy random --seed 11
+#   OLD_TREE=.carry/old/kt OLD_BUILT_AT=/work/wt/old \
+#     scripts/device/step_core_ab.sh .carry/old/.device_bundle.tgz 45s --template fa3_tma --strategy random --seed 11
 # $OUT: ab.txt (the GPU, the table, the ratio) and each arm's log.
 set -uo pipefail
 old_tgz=$1 budget=$2; shift 2
@@ -16,6 +20,9 @@ out=${OUT:-/tmp/out}
 mkdir -p "$out" runs/ab .old_bundle
 tar -xzf "$old_tgz" -C .old_bundle
 old_dir=$PWD/.old_bundle/.device_bundle
+if [[ -n ${OLD_TREE:-} && -n ${OLD_BUILT_AT:-} ]]; then
+  mkdir -p "$(dirname "$OLD_BUILT_AT")" && ln -sfn "$(cd "$OLD_TREE" && pwd)" "$OLD_BUILT_AT"
+fi
 gpu_facts "$out/ab.txt"
 printf "%-8s %12s  %s\n" arm configs/h "GPU busy (the run's end summary)" | tee -a "$out/ab.txt"
 n=0
