@@ -1,12 +1,21 @@
 // attn-tuner: autotuning daemon for block-sparse causal attention forward kernels.
 #include <cstdio>
+#include <ctime>
 #include <exception>
 
 #include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
 
 #include "cli/commands.hpp"
 
 int main(int argc, char** argv) {
+  // spdlog's registry is made on first use; made here, before any thread starts, every thread's log call happens after
+  // it (libspdlog is not built with ThreadSanitizer, which otherwise sees the registry's construction on one thread
+  // race with a log call on another: build/tsan, ctest label tsan).
+  spdlog::default_logger();
+  // The time zone read once, here: glibc's localtime (spdlog's time stamps, NVRTC) reads it on first use under a lock
+  // of glibc's own that ThreadSanitizer does not see; read before any thread, later calls find it unchanged.
+  tzset();
   CLI::App app{"attn-tuner: tune block-sparse causal attention forward kernels on the GPU"};
   app.require_subcommand(1);
   attn::add_suites_command(app);

@@ -62,7 +62,7 @@ TEST(BackgroundCalls, TheProposerAndTheAgentsLeaveOneListOfTheDaemonsFilesAlone)
   o.db_path = "/r/runs/t.db";
   o.ideas.dir = "/r/queue";
   const auto files = daemon_files(o, "/c/cache");
-  for (const std::string f : {"/r/runs/t.db", "/r/runs/t.db-wal", "/r/runs/iters.tsv", "/c/cache", "/r/queue",
+  for (const std::string f : {"/r/runs/t.db", "/r/runs/t.db-wal", "/r/runs/t.iters.tsv", "/c/cache", "/r/queue",
                               "/r/runs/proposals", "/r/runs/idea_agent", "/r/runs/t.db.status.json"})
     EXPECT_NE(std::find(files.begin(), files.end(), f), files.end()) << f;
 }

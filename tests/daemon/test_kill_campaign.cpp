@@ -90,6 +90,7 @@ TEST(KillCampaign, TwentySixSigkillsLoseNothingDuplicateNothingAndLeaveNoProcess
   for (int k = 0; k < kKills; ++k) {
     const bool at_hang = k % 3 == 2;
     const std::size_t evals_before = eval_lines(evals).size();
+    const std::size_t runs_before = fs::exists(f.db) ? ExperimentDb::open(f.db, ExperimentDb::Mode::read_only).runs().size() : 0;
     const pid_t daemon = test::spawn_tuner(
         f.args(fmt::format("--seed {}", k + 1), "random", "fake_campaign"),
         fmt::format("{} FAKE_WORKER_LOG='{}' FAKE_WORKER_DELAY=0.05", tag, evals), log);
@@ -131,9 +132,15 @@ TEST(KillCampaign, TwentySixSigkillsLoseNothingDuplicateNothingAndLeaveNoProcess
       ASSERT_NE(found, now.end()) << "kill " << k << ": iteration " << iter << " lost";
       EXPECT_EQ(found->second, before) << "kill " << k << ": iteration " << iter << " changed";
     }
-    for (const auto iter : left_running) {  // the resume marked what the last kill left running
+    // The resume marked what the last kill left running, in the transaction before the run's row: a daemon killed
+    // before it logged its run (its GPU check and the worker's start take longer on a loaded machine) leaves them
+    // running for the next one; the clean run at the end leaves none.
+    const bool resumed = db.runs().size() > runs_before;
+    for (const auto iter : left_running) {
       ASSERT_TRUE(now.count(iter));
-      EXPECT_EQ(now[iter].status, IterationStatus::interrupted) << "iteration " << iter;
+      if (resumed) EXPECT_EQ(now[iter].status, IterationStatus::interrupted) << "iteration " << iter;
+      else EXPECT_TRUE(now[iter].status == IterationStatus::running || now[iter].status == IterationStatus::interrupted)
+               << "iteration " << iter;
     }
     left_running.clear();
     for (const auto& [iter, it] : now) {
