@@ -249,8 +249,10 @@ TEST(Proposer, ABrokenProposedKernelIsRetiredAfterItsFirstCrashes) {
                        "cp \"$src\" proposal.cu\ncat > proposal.json <<'JSON'\n" + json +
                        "JSON\necho 'wrong everywhere' > description.txt\n");
   fs::permissions(f.script, fs::perms::owner_all);
-  const Output out = test::run_binary(f.args("--iterations 14 --proposer '" + f.script + "' --propose-every 1"),
-                                      "FAKE_WORKER_DELAY=0.3");  // the proposer runs beside a slow fake GPU
+  // The proposer runs beside a slow fake GPU. The run ends when every space is exhausted (fake's 18 configs, fake_p2's
+  // 9, each cheat's first), not after a count a slow machine (ThreadSanitizer) reaches before a proposal's turn.
+  const Output out = test::run_binary(f.args("--iterations 200 --proposer '" + f.script + "' --propose-every 1"),
+                                      "FAKE_WORKER_DELAY=0.3");
   ASSERT_EQ(out.code, 0) << out.text;
   EXPECT_NE(out.text.find("template fake_p1 (proposal 1) retired from the search: its first 3 configs all crashed"),
             std::string::npos)
@@ -288,8 +290,10 @@ TEST(Proposer, ACheatingProposalIsRetiredAtOnceAndTheOthersGoOn) {
                        "  3) propose below_floor \"skips the work on repeats\" ;;\n"
                        "  *) exit 0 ;;\nesac\n");
   fs::permissions(f.script, fs::perms::owner_all);
-  const Output out = test::run_binary(f.args("--iterations 14 --proposer '" + f.script + "' --propose-every 1"),
-                                      "FAKE_WORKER_DELAY=0.3");  // the proposer runs beside a slow fake GPU
+  // The proposer runs beside a slow fake GPU. The run ends when every space is exhausted (fake's 18 configs, fake_p2's
+  // 9, each cheat's first), not after a count a slow machine (ThreadSanitizer) reaches before a proposal's turn.
+  const Output out = test::run_binary(f.args("--iterations 200 --proposer '" + f.script + "' --propose-every 1"),
+                                      "FAKE_WORKER_DELAY=0.3");
   ASSERT_EQ(out.code, 0) << out.text;
 
   auto db = ExperimentDb::open(f.db, ExperimentDb::Mode::read_only);
