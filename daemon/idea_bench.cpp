@@ -132,10 +132,11 @@ bool IdeaBench::start(const QueuedIdea& q, std::vector<std::string>& notes) {
     if (!champ) return false;  // nothing tuned yet: it waits for a champion
     root = proposal_root_template(champ->template_name);
   }
-  const std::vector<std::string> names = env_.search.names();  // the templates this run tunes, and their axes
+  std::vector<std::string> names;  // the templates this run tunes, and their axes, read under one lock
   std::map<std::string, ParentCandidate> tuned;
   std::set<std::string> landed;  // the ideas landed in the root's source
   env_.search.read([&](const MultiSearch& s) {
+    names = s.template_names();
     for (const auto& t : names)
       for (const auto& p : s.state(t).space().parameters()) tuned[t].parameters.insert(p.name);
     if (tuned.count(root))
@@ -148,14 +149,14 @@ bool IdeaBench::start(const QueuedIdea& q, std::vector<std::string>& notes) {
   });
   if (!found)
     return record_broken(IdeaBrokenKind::bad_input, fmt::format("Template: {} is not tuned by this run (templates: {})",
-                                                                root, fmt::join(env_.search.names(), ", ")));
-  const std::string* parent = &found->measured;
-  const auto parent_best = env_.search.read([&](const MultiSearch& s) { return s.state(*parent).champion(); });
+                                                                root, fmt::join(names, ", ")));
+  const std::string& parent = found->measured;
+  const auto parent_best = env_.search.read([&](const MultiSearch& s) { return s.state(parent).champion(); });
   if (!parent_best) return false;  // its parent has no whole-suite result yet: it waits
-  rec.parent_template = *parent;
+  rec.parent_template = parent;
   rec.parent_iteration_id = parent_best->iter;
 
-  const RerunDecision rerun = decide_rerun(here, file.hash, *parent, file.retry, file.verdicts, q.name, suite_);
+  const RerunDecision rerun = decide_rerun(here, file.hash, parent, file.retry, file.verdicts, q.name, suite_);
   if (!rerun.judge) {
     env_.say(rerun.skip_note);
     return true;
@@ -164,11 +165,11 @@ bool IdeaBench::start(const QueuedIdea& q, std::vector<std::string>& notes) {
   ProposalRecord pr;
   pr.run_id = run_id_;
   pr.command = "idea " + q.name;
-  pr.parent_template = *parent;
+  pr.parent_template = parent;
   pr.parent_iteration_id = parent_best->iter;
   const std::int64_t pid = env_.db.with([&](ExperimentDb& db) { return db.begin_proposal(pr); });
   rec.proposal_id = pid;
-  rec.template_name = proposal_template_name(*parent, pid);
+  rec.template_name = proposal_template_name(parent, pid);
   rec.status = IdeaStatus::checking;
   rec.id = env_.db.with([&](ExperimentDb& db) {
     const std::int64_t id = db.add_idea(rec);
@@ -190,7 +191,7 @@ bool IdeaBench::start(const QueuedIdea& q, std::vector<std::string>& notes) {
   session_.begin(std::move(a));
   in_progress_ = true;
   env_.say(fmt::format("idea {} ({}): {} — applied to {} (best iter {}){}, checking", rec.id, q.name, file.description,
-                       found->code == *parent ? *parent : found->code + ", measured as " + *parent, parent_best->iter,
+                       found->code == parent ? parent : found->code + ", measured as " + parent, parent_best->iter,
                        rerun.repeat_of ? fmt::format(", judged again (idea {} was judged there)", *rerun.repeat_of) : ""));
   notes.push_back("idea " + q.name + ": checking");
   return true;

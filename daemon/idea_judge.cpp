@@ -67,8 +67,8 @@ void IdeaBench::judge(GpuSlot& slot, std::unique_lock<std::mutex>& lock, std::ve
   contenders.push_back(contender(t, pick.best));
   paired.push_back(pick.paired && pick.paired->iter == pick.best.iter);
   env_.status(fmt::format("idea {}: A/B/A against {}", file, parent_template));
-  std::vector<IdeaAba> rounds;  // the A/B/A, and a second one when the first says win or slower (needs_second_look)
-  bool retimed = false;
+  // The A/B/A, and a second one when the first says win or slower (needs_second_look); none when a re-timing failed.
+  std::vector<IdeaAba> rounds;
   std::optional<IdeaHoldout> holdout;
   IdeaDecision d;
   const auto t0 = Clock::now();
@@ -77,26 +77,25 @@ void IdeaBench::judge(GpuSlot& slot, std::unique_lock<std::mutex>& lock, std::ve
     slot.set_state(fmt::format("judging idea {}", id));
     if (auto aba = retime_idea(seat, parent, contenders, paired)) {
       rounds.push_back(std::move(*aba));
-      retimed = true;
       if (needs_second_look(decide_idea(rounds, std::nullopt))) {
         if (auto again = retime_idea(seat, parent, contenders, paired)) rounds.push_back(std::move(*again));
-        else retimed = false;
+        else rounds.clear();
       }
     }
-    if (retimed && env_.holdout) {
+    if (!rounds.empty() && env_.holdout) {
       const auto [hp, hi] = seat.holdout_pair(parent, contenders[decide_idea(rounds, std::nullopt).judged]);
       const auto run = [](const HoldoutResult& h) {
         return HeldOutRun{h.ok ? std::optional<double>(h.measured.score_ms) : std::nullopt, h.kind, h.failure};
       };
       holdout = IdeaHoldout{run(hp), run(hi)};
     }
-    if (retimed) d = decide_idea(rounds, holdout);
+    if (!rounds.empty()) d = decide_idea(rounds, holdout);
   }
   const double ms = seconds_since(t0) * 1000;
   lock.lock();
 
   session_.add_judging_ms(ms);
-  if (!retimed) {
+  if (rounds.empty()) {
     env_.scheduler.retire(t);
     return end(IdeaVerdict::broken, IdeaBrokenKind::crash, "the A/B/A re-timing against the parent failed (see the log)",
                notes);

@@ -224,10 +224,10 @@ HarnessRunResult run_harness_once(const HarnessInvocation& inv) {
   std::string pythonpath = inv.harness_dir;
   if (!inv.env_dir.empty()) pythonpath = inv.env_dir + ":" + pythonpath;
   if (const char* old = std::getenv("PYTHONPATH"); old && *old) pythonpath += std::string(":") + old;
-  env["PYTHONPATH"] = pythonpath;
-  env["PYTHONUNBUFFERED"] = "1";
+  env.set("PYTHONPATH", pythonpath);  // set(), not env[name]: see proposer/proposer_process.cpp
+  env.set("PYTHONUNBUFFERED", "1");
   // run_harness.sh's second fix: the harness trusts compilers under /usr/bin etc. only (Triton's launcher).
-  if (!inv.env_dir.empty() && ::access("/usr/bin/gcc", X_OK) == 0) env["CC"] = "/usr/bin/gcc";
+  if (!inv.env_dir.empty() && ::access("/usr/bin/gcc", X_OK) == 0) env.set("CC", "/usr/bin/gcc");
 
   const auto t0 = Clock::now();
   pid_t pid = 0;

@@ -95,7 +95,7 @@ ReplyStatus WorkerClient::start() {
   auto p = std::make_unique<Proc>();
   try {
     bp::environment env = boost::this_process::environment();
-    for (const auto& [name, value] : command_.env) env[name] = value;
+    for (const auto& [name, value] : command_.env) env.set(name, value);  // not env[name]: proposer_process.cpp
     bp::child child(bp::exe = command_.exe, bp::args = command_.args, bp::std_in < p->in,
                     bp::std_out > p->out, bp::env = env, WorkerChildSetup{}, InheritOnlyStdio{});
     p->pid = child.id();

@@ -44,8 +44,9 @@ ProposerExit run_proposer_command(const std::string& command, const std::string&
   bp::environment environment;
   for (const auto& kv : env) {
     const auto eq = kv.find('=');
-    // set(), not environment[name]: Boost 1.74's find (under operator[]) compares "NAME=" against each entry without
-    // its length and reads past the end of a shorter one (ThreadSanitizer: heap-use-after-free); set() compares lengths.
+    // The rule for every Boost.Process environment here: set(), not environment[name]. Boost 1.74's find (under
+    // operator[]) compares "NAME=" against each entry without its length and reads past the end of a shorter one
+    // (ThreadSanitizer: heap-use-after-free); set() compares lengths.
     if (eq != std::string::npos && eq > 0) environment.set(kv.substr(0, eq), kv.substr(eq + 1));
   }
   { std::ofstream(log_path, std::ios::trunc); }  // exists (empty) even if the shell never writes

@@ -76,8 +76,8 @@ ScriptResult run_python_script(const std::string& python, const std::string& scr
   std::vector<std::string> argv{script};
   argv.insert(argv.end(), args.begin(), args.end());
   bp::environment env = boost::this_process::environment();
-  env["PYTHONDONTWRITEBYTECODE"] = "1";
-  env["MPLBACKEND"] = "Agg";
+  env.set("PYTHONDONTWRITEBYTECODE", "1");  // set(), not env[name]: see proposer/proposer_process.cpp
+  env.set("MPLBACKEND", "Agg");
   ScriptResult r;
   try {
     boost::asio::io_context ios;
