@@ -13,12 +13,10 @@
 //   Q_REGS 1  Q K^T takes Q from registers: each warpgroup loads its 64 Q rows with ldmatrix once per work tile and
 //            releases the Q buffer at once (the next work tile's Q loads during this one; 32 KB less
 //            shared-memory reading per 128-key tile at BLOCK_N 128, 64 KB at 64).
-// PINGPONG, the softmax (blocks/g4_softmax.cuh, SOFTMAX 2) and the epilogue (blocks/g4_epilogue.cuh) as generation 2.
+// PINGPONG, the softmax (blocks/softmax.cuh, SOFTMAX 2) and the epilogue (blocks/epilogue.cuh) are generation 2's.
 // Sources: Shah et al., "FlashAttention-3" (2024), sections 3.1-3.2; PTX ISA, wgmma register fragments.
 #pragma once
 #include "blocks/consumer.cuh"
-#include "blocks/g4_epilogue.cuh"
-#include "blocks/g4_softmax.cuh"
 #include "blocks/g4_wgmma.cuh"
 
 namespace hopper {
@@ -155,8 +153,8 @@ __device__ __forceinline__ void consume_g4(const Pipeline<T>& pl, unsigned char*
       if (!T::kQRegs && last) mbar_arrive(pl.q_empty(qb));  // every Q K^T of the work tile is done
       release_k(s);
       float alpha[2];
-      const bool moved = g4_softmax<T, Fold>(cur, new_p, alpha, row_max, row_sum, kv == q_block, first,
-                                              q_pos0 + r.my_row0, kv * T::kBlock + key0, seq_len, lane);
+      const bool moved = softmax<T, Fold, false, kN, T::kExpPoly>(cur, new_p, alpha, row_max, row_sum, kv == q_block, first,
+                                                 q_pos0 + r.my_row0, kv * T::kBlock + key0, seq_len, lane);
       tr.mark(kTrSoftmax);
       if (kDeep && !last) {  // the next Q K^T and the previous P V, both issued before the softmax
         wgmma_wait<0>();
@@ -209,7 +207,7 @@ __device__ __forceinline__ void consume_g4(const Pipeline<T>& pl, unsigned char*
         if (step(sa, sb, pb, pa, false)) break;
       }
     const int row_out = T::kSameO ? 0 : bh * a.t_max + q_pos0;
-    g4_store_tile<T>(pl, smem, maps, acc, row_max, row_sum, o_rows, lse_rows, q_pos0, seq_len, row_out, r);
+    store_tile<T>(pl, smem, maps, acc, row_max, row_sum, o_rows, lse_rows, q_pos0, seq_len, row_out, r);
     tr.mark(kTrEpilogue);
   }
   turns.finish();
