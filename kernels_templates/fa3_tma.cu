@@ -1,6 +1,7 @@
 // Generation-2 block-sparse causal flash-attention forward on Hopper (sm_90a), for the challenge contract
 // (kernels_templates/ABI.md, with tensor maps): FlashAttention-3's structure (Shah et al. 2024) built from
-// the blocks in blocks/ (traits, tile scheduler, TMA producer + V converters, wgmma consumers, epilogue).
+// the blocks in blocks/ (traits, tile scheduler, TMA producer + V converters, wgmma consumers, epilogue; the kernel
+// itself is blocks/kernel.cuh, shared with generation 4's fa4_g4.cu).
 //
 //   warpgroup 0      producer: thread 0 streams Q / K / V with TMA along the tile schedule (producer.cuh);
 //                    warps 1..CONVERTERS turn each V tile into fp16 in place; setmaxnreg.dec
