@@ -1,6 +1,7 @@
 // Generation-2 block-sparse causal flash-attention forward on Hopper (sm_90a), for the challenge contract
 // (kernels_templates/ABI.md, with tensor maps): FlashAttention-3's structure (Shah et al. 2024) built from
-// the blocks in blocks/ (traits, tile scheduler, TMA producer + V converters, wgmma consumers, epilogue).
+// the blocks in blocks/ (traits, tile scheduler, TMA producer + V converters, wgmma consumers, epilogue; the kernel
+// itself is blocks/kernel.cuh, shared with generation 4's fa4_g4.cu).
 //
 //   warpgroup 0      producer: thread 0 streams Q / K / V with TMA along the tile schedule (producer.cuh);
 //                    warps 1..CONVERTERS turn each V tile into fp16 in place; setmaxnreg.dec
@@ -36,7 +37,6 @@
 // ATTN_CONVERT_UNROLL (blocks/producer.cuh); ATTN_TRACE (blocks/trace.cuh, set by `attn-tuner trace`).
 // CONVERTERS 1 and 4 and OVERLAP 2 exist for ablation too (docs/kernels.md, lab/notebook-gen2.md).
 #include "blocks/consumer.cuh"
-#include "blocks/producer.cuh"
 #include "blocks/traits.cuh"
 #include "hopper_common.cuh"
 
@@ -121,47 +121,13 @@ namespace {
 using Traits = hopper::Fa3Traits<CONSUMERS, BLOCK_N, STAGES, PRODUCER_REGS, CTAS_PER_SM, EPILOGUE, SCHEDULE,
                                  CMEM_PARAMS ? -1 : ORDER, CMEM_PARAMS ? -1 : KV_ORDER, OVERLAP, PINGPONG, CONVERTERS, Q_BUFFERS, ABLATE, KV_SPLIT, V_STAGES,
                                  SOFTMAX, V_CONVERT, L2_PREFETCH>;
+
+/// The consumer warpgroups' loop (blocks/kernel.cuh): generation 2's (blocks/consumer.cuh).
+__device__ __forceinline__ void consumer_loop(const hopper::Pipeline<Traits>& pl, unsigned char* smem,
+                                              const hopper::AttnTmaps& maps, const hopper::KernelArgs& args, int cwg,
+                                              int tid) {
+  hopper::consume<Traits, FOLD_SCALE != 0, RESCALE_SKIP != 0>(pl, smem, maps, args, cwg, tid);
+}
 }  // namespace
 
-// {threads, dynamic smem bytes, BLOCK_M, grid mode (0 ABI grid, 1 persistent), tensor-map box rows of
-// q / kv / o (o: 0 = unused), CTAs per SM}: ABI.md.
-extern "C" __device__ int attn_launch_info[8] = {
-    Traits::kThreads, Traits::kSmemBytes, Traits::kBlockM,          SCHEDULE == 0 ? 0 : 1,
-    Traits::kBlockM,  Traits::kBlockN,    EPILOGUE == 2 ? 64 : 0, CTAS_PER_SM};
-
-extern "C" __global__ void __maxnreg__(Traits::kLaunchRegs)
-block_sparse_attn_fwd(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k,
-                      const __nv_bfloat16* __restrict__ v, const int* __restrict__ row_ptr,
-                      const int* __restrict__ col_idx, const int* __restrict__ seq_lens,
-                      __nv_bfloat16* __restrict__ o, float* __restrict__ lse, int batch_size, int num_heads,
-                      int t_max, int col_width, const __grid_constant__ hopper::AttnTmaps maps) {
-  using namespace hopper;
-  extern __shared__ __align__(1024) unsigned char smem_raw[];
-  __shared__ __align__(8) unsigned long long bars[Pipeline<Traits>::kBars];
-  __shared__ int2 meta[Pipeline<Traits>::kMetas];
-  const unsigned raw_base = unsigned(__cvta_generic_to_shared(smem_raw));
-  const unsigned pad = ((raw_base + 1023) & ~1023u) - raw_base;
-  unsigned char* smem = smem_raw + pad;  // 1024-byte aligned, generic pointer
-  const Pipeline<Traits> pl{raw_base + pad, unsigned(__cvta_generic_to_shared(bars)), meta};
-  const KernelArgs args{row_ptr, col_idx, seq_lens, o, lse, batch_size, num_heads, t_max, col_width};
-
-  const int tid = threadIdx.x, wg = uniform_meta(tid >> 7);
-  if (tid == 0) pl.init();
-  __syncthreads();
-
-  // The roles are the two branches of one if/else that never merge again: setmaxnreg re-partitions the
-  // registers, so nothing may be live across the split (HOPPER.md).
-  if (wg == 0) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Traits::kProducerRegs));
-    const int warp = tid >> 5;
-    if (warp == 0) {
-      if (tid == 0) produce<Traits>(pl, maps, args);
-      else if (Traits::kConverterWarps == 4) convert_v<Traits>(pl, smem, 95 + tid);  // lanes 1..31: 96..126
-    } else if (warp <= Traits::kConverterWarps) {
-      convert_v<Traits>(pl, smem, tid - 32);
-    }
-  } else {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Traits::kConsumerRegs));
-    consume<Traits, FOLD_SCALE != 0, RESCALE_SKIP != 0>(pl, smem, maps, args, wg - 1, tid & 127);
-  }
-}
+#include "blocks/kernel.cuh"  // block_sparse_attn_fwd and attn_launch_info

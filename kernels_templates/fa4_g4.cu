@@ -1,13 +1,14 @@
 // Generation-4 block-sparse causal flash-attention forward on Hopper (sm_90a), for the challenge contract
-// (kernels_templates/ABI.md, with tensor maps). Generation 2's roles and pipeline (fa3_tma.cu: a TMA producer
-// thread, V converter warps, two consumer warpgroups of 64 query rows on mbarriers, setmaxnreg), with the
-// research DB's two wins built in (the lean V widening, blocks/g4_producer.cuh; the stmatrix epilogue,
-// blocks/g4_epilogue.cuh) and the kernel's structure as parameters (docs/kernels.md, "Generation 4"):
+// (kernels_templates/ABI.md, with tensor maps). Generation 2's kernel, roles and pipeline, shared with fa3_tma.cu
+// (blocks/kernel.cuh: a TMA producer thread, V converter warps, two consumer warpgroups of 64 query rows on
+// mbarriers, setmaxnreg), with the research DB's two wins built in (V_UNPACK 1, blocks/producer.cuh; EPI_LEAN 1,
+// blocks/epilogue.cuh) and the kernel's structure as parameters (docs/kernels.md, "Generation 4"); the blocks g4_*
+// hold only what generation 4 adds:
 //
 //   warpgroup 0      producer: thread 0 streams Q / K / V with TMA along the tile schedule (blocks/producer.cuh,
 //                    SCHEDULE 3 in blocks/g4_producer.cuh); warps 1..CONVERTERS turn each V tile into fp16
-//   warpgroups 1, 2  consumers (blocks/g4_consumer.cuh): S = Q K^T, SOFTMAX 2 (stale base checked by the row sum,
-//                    exponentials split by EXP2_POLY), O += P V, epilogue
+//   warpgroups 1, 2  consumers (blocks/g4_consumer.cuh): S = Q K^T, SOFTMAX 2 (blocks/softmax.cuh, exponentials split
+//                    by EXP2_POLY), O += P V, epilogue (blocks/epilogue.cuh)
 //
 // Parameters (-D macros; space, defaults and constraints in fa4_g4.json):
 //   BLOCK_N        keys per pipeline tile (64 | 128)
@@ -68,6 +69,9 @@
 #ifndef ABLATE
 #define ABLATE 0  // measurement only, outside the space: Fa3Traits::kAblate (blocks/traits.cuh)
 #endif
+// The research DB's two wins, built in (fa3_tma's V_UNPACK 1 and EPI_LEAN 1: blocks/producer.cuh, blocks/epilogue.cuh).
+#define V_UNPACK 1
+#define EPI_LEAN 1
 // The exact softmax path (hopper_common.cuh softmax_tile) splits its exponentials by ATTN_EXP2_POLY.
 #define ATTN_EXP2_POLY EXP2_POLY
 
@@ -79,46 +83,13 @@
 namespace {
 using Traits = hopper::G4Traits<BLOCK_N, STAGES, PRODUCER_REGS, EPILOGUE, SCHEDULE, ORDER, KV_ORDER, CONVERTERS,
                                 Q_BUFFERS, PINGPONG, DEPTH, Q_REGS, EXP2_POLY, ABLATE>;
+
+/// The consumer warpgroups' loop (blocks/kernel.cuh): generation 4's (blocks/g4_consumer.cuh).
+__device__ __forceinline__ void consumer_loop(const hopper::Pipeline<Traits>& pl, unsigned char* smem,
+                                              const hopper::AttnTmaps& maps, const hopper::KernelArgs& args, int cwg,
+                                              int tid) {
+  hopper::consume_g4<Traits, true>(pl, smem, maps, args, cwg, tid);
+}
 }  // namespace
 
-// {threads, dynamic smem bytes, BLOCK_M, grid mode (0 ABI grid, 1 persistent), tensor-map box rows of
-// q / kv / o (o: 0 = unused), CTAs per SM}: ABI.md.
-extern "C" __device__ int attn_launch_info[8] = {
-    Traits::kThreads, Traits::kSmemBytes, Traits::kBlockM,          SCHEDULE == 0 ? 0 : 1,
-    Traits::kBlockM,  Traits::kBlockN,    EPILOGUE == 2 ? 64 : 0, 1};
-
-extern "C" __global__ void __maxnreg__(Traits::kLaunchRegs)
-block_sparse_attn_fwd(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k,
-                      const __nv_bfloat16* __restrict__ v, const int* __restrict__ row_ptr,
-                      const int* __restrict__ col_idx, const int* __restrict__ seq_lens,
-                      __nv_bfloat16* __restrict__ o, float* __restrict__ lse, int batch_size, int num_heads,
-                      int t_max, int col_width, const __grid_constant__ hopper::AttnTmaps maps) {
-  using namespace hopper;
-  extern __shared__ __align__(1024) unsigned char smem_raw[];
-  __shared__ __align__(8) unsigned long long bars[Pipeline<Traits>::kBars];
-  __shared__ int2 meta[Pipeline<Traits>::kMetas];
-  const unsigned raw_base = unsigned(__cvta_generic_to_shared(smem_raw));
-  const unsigned pad = ((raw_base + 1023) & ~1023u) - raw_base;
-  unsigned char* smem = smem_raw + pad;  // 1024-byte aligned, generic pointer
-  const Pipeline<Traits> pl{raw_base + pad, unsigned(__cvta_generic_to_shared(bars)), meta};
-  const KernelArgs args{row_ptr, col_idx, seq_lens, o, lse, batch_size, num_heads, t_max, col_width};
-
-  const int tid = threadIdx.x, wg = uniform_meta(tid >> 7);
-  if (tid == 0) pl.init();
-  __syncthreads();
-
-  // The roles are the two branches of one if/else that never merge again: setmaxnreg re-partitions the
-  // registers, so nothing may be live across the split (HOPPER.md).
-  if (wg == 0) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Traits::kProducerRegs));
-    const int warp = tid >> 5;
-    if (warp == 0) {
-      if (tid == 0) produce<Traits>(pl, maps, args);
-    } else if (warp <= Traits::kConverterWarps) {
-      convert_v_lean<Traits>(pl, smem, tid - 32);
-    }
-  } else {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Traits::kConsumerRegs));
-    consume_g4<Traits, true>(pl, smem, maps, args, wg - 1, tid & 127);
-  }
-}
+#include "blocks/kernel.cuh"  // block_sparse_attn_fwd and attn_launch_info

@@ -104,6 +104,13 @@ __device__ __forceinline__ float exp2_poly(float x) {
 #define ATTN_EXP2_POLY 0
 #endif
 
+/// 2^x for element q (0, 1, ...) of a thread's run of exponentials: exp2_poly (FMA pipe) for POLY of every 8,
+/// ex2.approx (MUFU) for the rest (FlashAttention-4's split; POLY 0: all MUFU).
+template <int POLY>
+__device__ __forceinline__ float exp2_split(float x, int q) {
+  return q % 8 < POLY ? exp2_poly(x) : fast_exp2(x);
+}
+
 __device__ __forceinline__ unsigned pack_half2(float lo, float hi) {
   __half2 h = __floats2half2_rn(lo, hi);
   return *reinterpret_cast<unsigned*>(&h);
@@ -255,7 +262,7 @@ __device__ __forceinline__ void softmax_tile(float (&s)[KEYS / 2], unsigned (&pa
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const float arg = exp2_arg<FOLD>(s[j * 4 + 2 * hr + e], base);
-        const float p = (2 * j + e) % 8 < ATTN_EXP2_POLY ? exp2_poly(arg) : fast_exp2(arg);
+        const float p = exp2_split<ATTN_EXP2_POLY>(arg, 2 * j + e);
         s[j * 4 + 2 * hr + e] = p;
         part[(2 * j + e) % ATTN_ROWSUM_CHAINS] += p;
       }

@@ -12,6 +12,8 @@
 //               issue their GEMMs (named barriers 3 and 4), so one's softmax hides under the other's GEMMs.
 //   RESCALE_SKIP 1  O is rescaled only when some row maximum of the warp moved (alpha != 1); SOFTMAX 1 and 2
 //               always skip it so (blocks/softmax.cuh).
+// A work tile's frame (Turns, WorkRows and work_rows, pass_empty, wait_q, start_rows, rescale_o, finish_consumer) is
+// shared with generation 4's consumer loop (g4_consumer.cuh consume_g4).
 // Sources: Shah et al., "FlashAttention-3" (2024), sections 3.1-3.2; PTX ISA, wgmma register fragments.
 #pragma once
 #include "blocks/epilogue.cuh"
@@ -49,6 +51,72 @@ struct Turns {
   }
 };
 
+/// A work tile as the consumers see it: the one a slot's meta names (w, decoded in ConsumerOrder<T>), its first
+/// query position and q_block, its sequence length, and its first rows of o and lse.
+struct WorkRows {
+  int bh, q_pos0, q_block, seq_len;
+  __nv_bfloat16* o_rows;
+  float* lse_rows;
+};
+
+template <class T>
+__device__ __forceinline__ WorkRows work_rows(const KernelArgs& a, int w, int q_tiles, int batch_heads) {
+  const WorkTile wt = decode_work<ConsumerOrder<T>>(w, q_tiles, batch_heads, a.num_heads);
+  WorkRows r;
+  r.bh = wt.b * a.num_heads + wt.h;
+  r.q_pos0 = wt.q_tile * T::kBlockM;
+  r.q_block = r.q_pos0 / T::kBlock;
+  r.seq_len = __ldg(a.seq_lens + wt.b);
+  r.o_rows = a.o + (T::kSameO ? 0 : (size_t(r.bh) * a.t_max + r.q_pos0) * T::kBlock);
+  r.lse_rows = a.lse + size_t(r.bh) * a.t_max + r.q_pos0;
+  return r;
+}
+
+/// A work tile without kv blocks (its one data-less use i, flagged kInfoEmpty): once the converters have read the
+/// use's vmeta, both halves of the slot go back to the producer and this warpgroup's rows get o = 0, lse = -inf.
+template <class T>
+__device__ __forceinline__ void pass_empty(const Pipeline<T>& pl, int& i, const WorkRows& w, const WgRows& r,
+                                           Tracer& tr) {
+  mbar_wait(pl.v_ready(vslot_of<T>(i)), vparity_of<T>(i));
+  if constexpr (T::kKvSplit) mbar_arrive(pl.k_empty(slot_of<T>(i)));
+  mbar_arrive(pl.v_empty(vslot_of<T>(i)));
+  ++i;
+  store_empty_rows(w.o_rows, w.lse_rows, r);
+  tr.mark(kTrEmpty);
+}
+
+/// Waits for the work tile's Q (load q_uses, then counted) and returns its buffer.
+template <class T>
+__device__ __forceinline__ int wait_q(const Pipeline<T>& pl, int& q_uses, Tracer& tr) {
+  const int qb = q_buffer_of<T>(q_uses);
+  mbar_wait(pl.q_full(qb), q_parity_of<T>(q_uses));
+  tr.mark(kTrQ);
+  ++q_uses;
+  return qb;
+}
+
+/// A work tile's online-softmax state at its start: no row maximum yet (-inf), row sums 0.
+__device__ __forceinline__ void start_rows(float (&row_max)[2], float (&row_sum)[2]) {
+  row_max[0] = row_max[1] = ATTN_NEG_INF;
+  row_sum[0] = row_sum[1] = 0.f;
+}
+
+/// O *= alpha, row half e >> 1 of each accumulator quad (wgmma accumulator layout).
+__device__ __forceinline__ void rescale_o(float (&acc)[64], const float (&alpha)[2]) {
+#pragma unroll
+  for (int j = 0; j < 16; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[j * 4 + e] *= alpha[e >> 1];
+}
+
+/// A consumer warpgroup's last steps: its ping-pong turn given back, its TMA stores drained, its trace closed.
+template <class T>
+__device__ __forceinline__ void finish_consumer(const Turns<T>& turns, const WgRows& r, Tracer& tr) {
+  turns.finish();
+  drain_stores<T>(r);
+  tr.stop();
+}
+
 template <class T, bool Fold, bool RescaleSkip>
 __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* smem, const AttnTmaps& maps,
                                         const KernelArgs& a, int cwg, int tid) {
@@ -82,11 +150,7 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
     wgmma_commit();
   };
   auto rescale = [&](const float (&alpha)[2], bool moved) {  // moved: softmax() said O needs alpha
-    if (!moved) return;
-#pragma unroll
-    for (int j = 0; j < 16; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[j * 4 + e] *= alpha[e >> 1];
+    if (moved) rescale_o(acc, alpha);
   };
   auto finish_pv = [&]() {  // waits for the pending P V and makes its accumulators usable
     wgmma_wait<0>();
@@ -143,38 +207,24 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
       }
       break;
     }
-    const WorkTile wt = decode_work<ConsumerOrder<T>>(m0.x, q_tiles, batch_heads, a.num_heads);
-    const int bh = wt.b * a.num_heads + wt.h;
-    const int q_pos0 = wt.q_tile * T::kBlockM;
-    const int q_block = q_pos0 / T::kBlock;
-    const int seq_len = __ldg(a.seq_lens + wt.b);
+    const WorkRows w = work_rows<T>(a, m0.x, q_tiles, batch_heads);
+    const int q_pos0 = w.q_pos0, q_block = w.q_block, seq_len = w.seq_len;
     const int wg_last_row = q_pos0 % T::kBlock + r.wg_row0 + 63;  // in the q_block
-    __nv_bfloat16* o_rows = a.o + (T::kSameO ? 0 : (size_t(bh) * a.t_max + q_pos0) * T::kBlock);
-    float* lse_rows = a.lse + size_t(bh) * a.t_max + q_pos0;
     if (m0.y & kInfoEmpty) {
       if (T::kCarry && pending) {
         flush();
         store_held();
       }
-      mbar_wait(pl.v_ready(vslot_of<T>(i)), vparity_of<T>(i));  // the converters have read vmeta
-      release_k(s0);
-      release(vslot_of<T>(i));
-      ++i;
-      store_empty_rows(o_rows, lse_rows, r);
-      tr.mark(kTrEmpty);
+      pass_empty<T>(pl, i, w, r, tr);
       continue;
     }
-    const int qb = q_buffer_of<T>(q_uses);
-    mbar_wait(pl.q_full(qb), q_parity_of<T>(q_uses));
-    tr.mark(kTrQ);
-    ++q_uses;
+    const int qb = wait_q<T>(pl, q_uses, tr);
     q_desc = make_desc(pl.q(qb) + r.wg_row0 * 128, 16, 1024);  // this warpgroup's rows of the Q tile
     if (!(T::kCarry && pending)) {  // else acc still holds the held work tile's o
 #pragma unroll
       for (int j = 0; j < 64; ++j) acc[j] = 0.f;
     }
-    row_max[0] = row_max[1] = ATTN_NEG_INF;
-    row_sum[0] = row_sum[1] = 0.f;
+    start_rows(row_max, row_sum);
     for (bool last = false, first = true; !last; ++i, first = false) {
       const int s = slot_of<T>(i), vs = vslot_of<T>(i);
       const unsigned ph = parity_of<T>(i), vph = vparity_of<T>(i);
@@ -272,19 +322,17 @@ __device__ __forceinline__ void consume(const Pipeline<T>& pl, unsigned char* sm
         release(vs);
       }
     }
-    const int row_out = T::kSameO ? 0 : bh * a.t_max + q_pos0;
+    const int row_out = T::kSameO ? 0 : w.bh * a.t_max + q_pos0;
     if (T::kCarry) {  // the last P V waits for the next work tile's first Q K^T
-      held = Pending{o_rows, lse_rows, q_pos0, seq_len, row_out, {row_max[0], row_max[1]}, {row_sum[0], row_sum[1]}};
+      held = Pending{w.o_rows, w.lse_rows, q_pos0, seq_len, row_out, {row_max[0], row_max[1]}, {row_sum[0], row_sum[1]}};
       pending = true;
       continue;
     }
     if (T::kOverlap) flush();  // the last tile's P V
-    store_tile<T>(pl, smem, maps, acc, row_max, row_sum, o_rows, lse_rows, q_pos0, seq_len, row_out, r);
+    store_tile<T>(pl, smem, maps, acc, row_max, row_sum, w.o_rows, w.lse_rows, q_pos0, seq_len, row_out, r);
     tr.mark(kTrEpilogue);
   }
-  turns.finish();
-  drain_stores<T>(r);
-  tr.stop();
+  finish_consumer<T>(turns, r, tr);
 }
 
 }  // namespace hopper

@@ -1,6 +1,6 @@
-// Epilogue of the generation-2 templates: one consumer warpgroup's 64 rows of a work tile, normalised
-// (o = acc / l, lse = (m + log2 l) ln 2 in the natural log), rows at or past seq_len and rows without any
-// key written as o = 0, lse = -inf.
+// Epilogue of the generation-2 and generation-4 templates (fa4_g4: EPI_LEAN 1): one consumer warpgroup's 64 rows
+// of a work tile, normalised (o = acc / l, lse = (m + log2 l) ln 2 in the natural log), rows at or past seq_len and
+// rows without any key written as o = 0, lse = -inf.
 //   EPILOGUE 0  each thread stores its accumulator pairs straight to global memory (4-byte stores)
 //   EPILOGUE 1  the warpgroup stages bf16 rows in its part of the O buffer, then 16-byte coalesced stores
 //   EPILOGUE 2  as 1, then one thread stores the two 64-column halves with TMA (asynchronous: the
@@ -23,6 +23,13 @@ struct WgRows {
 
 /// Named barrier of consumer warpgroup cwg alone (ids 1, 2; 0 is __syncthreads, 3 and 4 the ping-pong).
 __device__ __forceinline__ void wg_sync(int cwg) { named_sync(1 + cwg, 128); }
+
+/// A row's sum over the four threads of a quad that hold its columns (wgmma accumulator layout), in every one of them.
+__device__ __forceinline__ float quad_row_sum(float part) {
+  part += __shfl_xor_sync(0xffffffffu, part, 1);
+  part += __shfl_xor_sync(0xffffffffu, part, 2);
+  return part;
+}
 
 /// o = 0, lse = -inf for the 64 rows of this warpgroup (a work tile without any kv block).
 __device__ __forceinline__ void store_empty_rows(__nv_bfloat16* o_rows, float* lse_rows, const WgRows& r) {
@@ -52,9 +59,7 @@ __device__ __forceinline__ void store_tile(const Pipeline<T>& pl, unsigned char*
     float inv[2];
 #pragma unroll
     for (int hr = 0; hr < 2; ++hr) {
-      float l = row_sum[hr];
-      l += __shfl_xor_sync(0xffffffffu, l, 1);
-      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      const float l = quad_row_sum(row_sum[hr]);
       const int row = r.my_row0 + hr * 8;
       const bool has_keys = (q_pos0 + row < seq_len) && l > 0.f;
       float rl, lg;
@@ -81,9 +86,7 @@ __device__ __forceinline__ void store_tile(const Pipeline<T>& pl, unsigned char*
 #endif
 #pragma unroll
   for (int hr = 0; hr < 2; ++hr) {
-    float l = row_sum[hr];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const float l = quad_row_sum(row_sum[hr]);
     const int row = r.my_row0 + hr * 8;
     const bool has_keys = (q_pos0 + row < seq_len) && l > 0.f;
     const float inv = has_keys ? 1.f / l : 0.f;

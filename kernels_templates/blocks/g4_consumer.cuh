@@ -13,12 +13,12 @@
 //   Q_REGS 1  Q K^T takes Q from registers: each warpgroup loads its 64 Q rows with ldmatrix once per work tile and
 //            releases the Q buffer at once (the next work tile's Q loads during this one; 32 KB less
 //            shared-memory reading per 128-key tile at BLOCK_N 128, 64 KB at 64).
-// PINGPONG, the softmax (blocks/g4_softmax.cuh, SOFTMAX 2) and the epilogue (blocks/g4_epilogue.cuh) as generation 2.
+// The rest is generation 2's: a work tile's frame (blocks/consumer.cuh: work_rows, pass_empty, wait_q, start_rows,
+// rescale_o, PINGPONG's Turns, finish_consumer), the softmax (blocks/softmax.cuh, SOFTMAX 2, EXP2_POLY as its Poly),
+// the epilogue (blocks/epilogue.cuh, EPI_LEAN 1) and the P V wgmma (wgmma_ops.cuh; Q K^T too unless Q_REGS).
 // Sources: Shah et al., "FlashAttention-3" (2024), sections 3.1-3.2; PTX ISA, wgmma register fragments.
 #pragma once
 #include "blocks/consumer.cuh"
-#include "blocks/g4_epilogue.cuh"
-#include "blocks/g4_softmax.cuh"
 #include "blocks/g4_wgmma.cuh"
 
 namespace hopper {
@@ -31,26 +31,28 @@ __device__ __forceinline__ void consume_g4(const Pipeline<T>& pl, unsigned char*
   const WgRows r{cwg, cwg * 64, cwg * 64 + (tid >> 5) * 16 + ((tid & 31) >> 2), tid};
   const int lane = tid & 31;
   const int q_tiles = a.t_max / T::kBlockM, batch_heads = a.batch_size * a.num_heads;
+  float acc[64];                            // O
+  float row_max[2], row_sum[2];             // the online softmax's base and row sums
+  float sa[kN / 2], sb[kN / 2];             // S of two kv tiles (DEPTH 2: one in the softmax, one on the tensor cores)
+  unsigned pa[kN / 16][4], pb[kN / 16][4];  // P of two kv tiles (one read by the pending P V, one being written)
+  unsigned qf[T::kQRegs ? 8 : 1][4];        // Q_REGS: this warpgroup's Q rows, one A fragment per k16 step
+  unsigned long long q_desc = 0;
   const Turns<T> turns{cwg};
   Tracer tr;  // ATTN_TRACE builds only (trace.cuh)
   tr.start(2 + cwg, tid == 0);
-  float acc[64];
-  float row_max[2], row_sum[2];
-  float sa[kN / 2], sb[kN / 2];              // S of two kv tiles (DEPTH 2: one in the softmax, one on the tensor cores)
-  unsigned pa[kN / 16][4], pb[kN / 16][4];   // P of two kv tiles (one read by the pending P V, one being written)
-  unsigned qf[T::kQRegs ? 8 : 1][4];         // Q_REGS: this warpgroup's Q rows, one A fragment per k16 step
-  unsigned long long q_desc = 0;
 
   auto issue_qk = [&](float (&sc)[kN / 2], int slot) {
     const unsigned long long k_desc = make_desc(pl.k(slot), 16, 1024);
+    // S zeroed by one mov per register in inline PTX: a zero register that other code shares and a wgmma then
+    // defines makes ptxas wait for the wgmma there (C7517 / C7511, lab/notebook-gen2.md QK_SPLIT).
 #pragma unroll
-    for (int j = 0; j < kN / 2; ++j) asm volatile("mov.b32 %0, 0;\n" : "=f"(sc[j]));  // see g4_wgmma.cuh
+    for (int j = 0; j < kN / 2; ++j) asm volatile("mov.b32 %0, 0;\n" : "=f"(sc[j]));
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < (T::kNoQk ? 0 : 8); ++kk) {
       const unsigned long long kd = desc_add(k_desc, (kk >> 2) * T::kKvHalf + (kk & 3) * 32);
-      if constexpr (T::kQRegs) g4_wgmma_rs_qk<true>(sc, qf[kk], kd);
-      else g4_wgmma_ss_qk<true>(sc, desc_add(q_desc, (kk >> 2) * T::kQHalf + (kk & 3) * 32), kd);
+      if constexpr (T::kQRegs) g4_wgmma_rs_qk(sc, qf[kk], kd);
+      else wgmma_qk(sc, desc_add(q_desc, (kk >> 2) * T::kQHalf + (kk & 3) * 32), kd);
     }
     wgmma_commit();
   };
@@ -73,26 +75,13 @@ __device__ __forceinline__ void consume_g4(const Pipeline<T>& pl, unsigned char*
     const int2 m0 = make_int2(uniform_meta(pl.meta[s0].x), uniform_meta(pl.meta[s0].y));
     tr.mark(kTrWork);
     if (m0.x == kMetaExit) break;
-    const WorkTile wt = decode_work<ConsumerOrder<T>>(m0.x, q_tiles, batch_heads, a.num_heads);
-    const int bh = wt.b * a.num_heads + wt.h;
-    const int q_pos0 = wt.q_tile * T::kBlockM;
-    const int q_block = q_pos0 / T::kBlock;
-    const int seq_len = __ldg(a.seq_lens + wt.b);
-    __nv_bfloat16* o_rows = a.o + (T::kSameO ? 0 : (size_t(bh) * a.t_max + q_pos0) * T::kBlock);
-    float* lse_rows = a.lse + size_t(bh) * a.t_max + q_pos0;
+    const WorkRows w = work_rows<T>(a, m0.x, q_tiles, batch_heads);
+    const int q_pos0 = w.q_pos0, q_block = w.q_block, seq_len = w.seq_len;
     if (m0.y & kInfoEmpty) {
-      mbar_wait(pl.v_ready(vslot_of<T>(i)), vparity_of<T>(i));  // the converters have read vmeta
-      release_k(s0);
-      release_v(vslot_of<T>(i));
-      ++i;
-      store_empty_rows(o_rows, lse_rows, r);
-      tr.mark(kTrEmpty);
+      pass_empty<T>(pl, i, w, r, tr);
       continue;
     }
-    const int qb = q_buffer_of<T>(q_uses);
-    mbar_wait(pl.q_full(qb), q_parity_of<T>(q_uses));
-    tr.mark(kTrQ);
-    ++q_uses;
+    const int qb = wait_q<T>(pl, q_uses, tr);
     q_desc = make_desc(pl.q(qb) + r.wg_row0 * 128, 16, 1024);  // this warpgroup's rows of the Q tile
     if constexpr (T::kQRegs) {  // warp w's rows 16 w .. 16 w + 15; lane: row lane % 16, 8 dims at (lane / 16) x 8
       const int row = r.wg_row0 + (tid >> 5) * 16 + (lane & 15);
@@ -102,8 +91,7 @@ __device__ __forceinline__ void consume_g4(const Pipeline<T>& pl, unsigned char*
     }
 #pragma unroll
     for (int j = 0; j < 64; ++j) acc[j] = 0.f;
-    row_max[0] = row_max[1] = ATTN_NEG_INF;
-    row_sum[0] = row_sum[1] = 0.f;
+    start_rows(row_max, row_sum);
 
     int info = m0.y;      // the current use's info (kv block, sub-tile, kInfoLast)
     int prev_vs = 0;      // the V slot of the pending P V (use i - 1) and its phase
@@ -155,8 +143,8 @@ __device__ __forceinline__ void consume_g4(const Pipeline<T>& pl, unsigned char*
       if (!T::kQRegs && last) mbar_arrive(pl.q_empty(qb));  // every Q K^T of the work tile is done
       release_k(s);
       float alpha[2];
-      const bool moved = g4_softmax<T, Fold>(cur, new_p, alpha, row_max, row_sum, kv == q_block, first,
-                                              q_pos0 + r.my_row0, kv * T::kBlock + key0, seq_len, lane);
+      const bool moved = softmax<T, Fold, false, kN, T::kExpPoly>(cur, new_p, alpha, row_max, row_sum, kv == q_block, first,
+                                                 q_pos0 + r.my_row0, kv * T::kBlock + key0, seq_len, lane);
       tr.mark(kTrSoftmax);
       if (kDeep && !last) {  // the next Q K^T and the previous P V, both issued before the softmax
         wgmma_wait<0>();
@@ -167,12 +155,7 @@ __device__ __forceinline__ void consume_g4(const Pipeline<T>& pl, unsigned char*
         fence_operands(acc);
         tr.mark(kTrPvDone);
         release_v(prev_vs);
-        if (moved) {
-#pragma unroll
-          for (int j = 0; j < 16; ++j)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) acc[j * 4 + e] *= alpha[e >> 1];
-        }
+        if (moved) rescale_o(acc, alpha);
       }
       if (last) {  // the work tile's last P V, alone
         mbar_wait(pl.v_ready(vs), vph);
@@ -208,13 +191,11 @@ __device__ __forceinline__ void consume_g4(const Pipeline<T>& pl, unsigned char*
         if (step(sb, sa, pa, pb, false)) break;
         if (step(sa, sb, pb, pa, false)) break;
       }
-    const int row_out = T::kSameO ? 0 : bh * a.t_max + q_pos0;
-    g4_store_tile<T>(pl, smem, maps, acc, row_max, row_sum, o_rows, lse_rows, q_pos0, seq_len, row_out, r);
+    const int row_out = T::kSameO ? 0 : w.bh * a.t_max + q_pos0;
+    store_tile<T>(pl, smem, maps, acc, row_max, row_sum, w.o_rows, w.lse_rows, q_pos0, seq_len, row_out, r);
     tr.mark(kTrEpilogue);
   }
-  turns.finish();
-  drain_stores<T>(r);
-  tr.stop();
+  finish_consumer<T>(turns, r, tr);
 }
 
 }  // namespace hopper

@@ -6,9 +6,11 @@
 //             1: the next Q K^T after this softmax, with the previous P V (FlashAttention-3's intra-warpgroup
 //             overlap, generation 2's OVERLAP 1) (blocks/g4_consumer.cuh)
 //   kQRegs    Q K^T with Q from registers (A fragments loaded once per work tile, the Q buffer released at once)
-//   kExpPoly  of every 8 exponentials of the softmax, this many on the FMA pipe (FlashAttention-4's split)
+//   kExpPoly  of every 8 exponentials of the softmax's stale-base path, this many on the FMA pipe
+//             (FlashAttention-4's split; blocks/softmax.cuh's Poly)
 //   kSchedule 3: as SCHEDULE 2 (the dynamic counter), but each CTA's first work tile is its own index, taken
 //             without the atomic (blocks/g4_producer.cuh); 0..2 as in generation 2
+// Every block reads this struct as it reads Fa3Traits (blocks/kernel.cuh, producer.cuh, softmax.cuh, epilogue.cuh).
 #pragma once
 #include "blocks/traits.cuh"
 
@@ -27,7 +29,7 @@ struct G4Traits : Fa3Traits<2, BlockN, Stages, ProducerRegs, 1, Epilogue, Schedu
   static_assert(Schedule >= 0 && Schedule <= 3, "SCHEDULE 0..2 as generation 2, 3 static first tile + dynamic");
   static_assert(Depth == 1 || Depth == 2, "the next Q K^T before (2) or after (1) this tile's softmax");
   static_assert(ExpPoly >= 0 && ExpPoly <= 8, "EXP2_POLY: of every 8 exponentials, 0..8 on the FMA pipe");
-  static_assert(Epilogue == 1 || Epilogue == 2, "generation 4 stages o in shared memory (blocks/g4_epilogue.cuh)");
+  static_assert(Epilogue == 1 || Epilogue == 2, "generation 4 stages o in shared memory with stmatrix (EPI_LEAN 1)");
 };
 
 }  // namespace hopper

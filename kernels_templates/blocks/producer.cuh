@@ -1,7 +1,8 @@
-// Producer of the generation-2 templates: one thread of warpgroup 0 walks the tile schedule, filters each
-// work tile's CSR row, and streams Q, K and V into shared memory with TMA (pipeline.cuh describes the
-// stream); warps 1..CONVERTERS of the same warpgroup convert each V tile from bf16 to fp16 in place, so
-// that P V runs with fp16 P (bf16 P fails the harness tolerance: DESIGN.md).
+// Producer of the generation-2 and generation-4 templates (fa4_g4: V_UNPACK 1; its SCHEDULE 3 in g4_producer.cuh):
+// one thread of warpgroup 0 walks the tile schedule, filters each work tile's CSR row, and streams Q, K and V into
+// shared memory with TMA (pipeline.cuh describes the stream); warps 1..CONVERTERS of the same warpgroup convert
+// each V tile from bf16 to fp16 in place, so that P V runs with fp16 P (bf16 P fails the harness tolerance:
+// DESIGN.md).
 #pragma once
 #include "blocks/pipeline.cuh"
 #include "blocks/tile_scheduler.cuh"

@@ -1,7 +1,8 @@
 // Kernel traits of the generation-2 templates: one struct names every tile, pipeline and scheduling
 // parameter and derives the rest (thread counts, register split, shared-memory layout), in the manner of
-// FlashAttention's kernel_traits.h. The blocks (producer.cuh, consumer.cuh, epilogue.cuh,
-// tile_scheduler.cuh) read only this struct.
+// FlashAttention's kernel_traits.h. The blocks (producer.cuh, consumer.cuh, softmax.cuh, epilogue.cuh,
+// tile_scheduler.cuh, kernel.cuh) read only this struct; generation 4's G4Traits (g4_traits.cuh) derives from it.
+// Every static constexpr member is a symbol of the cubin: a member added here changes every cubin of the templates.
 //
 // Shared memory (dynamic, base aligned to 1024 bytes for the 128-byte swizzle), every tile a [rows x 128]
 // bf16 matrix stored as two [rows x 64] halves of 128-byte rows, 16-byte chunk c of row r at c ^ (r % 8)
