@@ -78,24 +78,40 @@ __device__ __forceinline__ __nv_bfloat16 oracle_row(const __nv_bfloat16* __restr
   float m = neg_inf(), l = 0.f, acc = 0.f;  // acc: thread tid's column of o
   const int* rp = row_ptr + bh * (q_blocks + 1);
   const int begin = rp[q_block], end = rp[q_block + 1];
-  for (int e = begin; e < end; ++e) {
-    const int kv = col_idx[bh * col_width + e];
-    if (!kv_block_kept(kv, q_block, valid_blocks) || !query_valid) continue;
-    __syncthreads();  // the previous block's sums are done with the shared arrays; qs is written
+  const int* cols = col_idx + bh * col_width;
+  // The kept blocks in CSR order; the next one's K row (thread tid's key) and V tile (its 16 chunks of 16 bytes)
+  // are loaded into registers while this one's sums run, so a block waits for no global load.
+  auto next_kept = [&](int e) {
+    while (query_valid && e < end && !kv_block_kept(cols[e], q_block, valid_blocks)) ++e;
+    return query_valid ? e : end;
+  };
+  uint4 k_next[kBlock / 8], v_next[kBlock * kBlock / 8 / kBlock];
+  auto load_block = [&](int kv) {
     const size_t base = (bh * t_max + size_t(kv) * kBlock) * kBlock;
+    const uint4* krow = reinterpret_cast<const uint4*>(k + base + size_t(tid) * kBlock);
     const uint4* vsrc = reinterpret_cast<const uint4*>(v + base);
+#pragma unroll
+    for (int c = 0; c < kBlock / 8; ++c) k_next[c] = krow[c];
+#pragma unroll
+    for (int i = 0; i < kBlock * kBlock / 8 / kBlock; ++i) v_next[i] = vsrc[tid + i * kBlock];
+  };
+  int e = next_kept(begin);
+  if (e < end) load_block(cols[e]);
+  for (; e < end;) {
+    const int kv = cols[e];
+    __syncthreads();  // the previous block's sums are done with the shared arrays; qs is written
     uint4* vdst = reinterpret_cast<uint4*>(sm.vs);
-    for (int i = tid; i < kBlock * kBlock / 8; i += kBlock) vdst[i] = vsrc[i];
+#pragma unroll
+    for (int i = 0; i < kBlock * kBlock / 8 / kBlock; ++i) vdst[tid + i * kBlock] = v_next[i];
     // Key tid's score.
     const int kpos = kv * kBlock + tid;
     const bool ok = key_allowed(kpos, qpos, kv, q_block, seq_len);
     float s = neg_inf();
     if (ok) {
-      const uint4* krow = reinterpret_cast<const uint4*>(k + base + size_t(tid) * kBlock);
       s = 0.f;
 #pragma unroll
       for (int c = 0; c < kBlock / 8; ++c) {
-        const uint4 w = krow[c];
+        const uint4 w = k_next[c];
         const unsigned words[4] = {w.x, w.y, w.z, w.w};
 #pragma unroll
         for (int p = 0; p < 4; ++p) {
@@ -127,6 +143,8 @@ __device__ __forceinline__ __nv_bfloat16 oracle_row(const __nv_bfloat16* __restr
     }
     float block_max = m;
     for (int w = 0; w < kBlock / 32; ++w) block_max = fmaxf(block_max, sm.warp_max[w]);
+    e = next_kept(e + 1);
+    if (e < end) load_block(cols[e]);  // in flight during the sums
     __syncthreads();
     // The sums over the keys in order: l (every thread, the same), o's column tid.
     for (int j = 0; j < kBlock; ++j) {

@@ -120,24 +120,36 @@ validate_sample(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __rest
     const unsigned long long first = (unsigned long long)(blockIdx.x - n_rows) * blockDim.x + threadIdx.x;
     const float neg_inf = __int_as_float(0xff800000);
     const uint4* o16 = reinterpret_cast<const uint4*>(o);  // 8 elements of one row per 16 bytes
-    for (unsigned long long g = first; g < total_rows * 16; g += stride) {
-      const unsigned r = unsigned(g / 16);
-      const bool valid = int(r % unsigned(t_max)) < seq_lens[r / (unsigned(heads) * unsigned(t_max))];
-      const uint4 w = o16[g];
-      const unsigned words[4] = {w.x, w.y, w.z, w.w};
+    // kScanLoads 16-byte loads in flight per thread before any is used: the drawn rows' blocks hold most of the
+    // registers (the next kv block's K row and V tile), so few scan blocks fit on an SM and each needs the loads.
+    constexpr int kScanLoads = 8;
+    const unsigned long long groups = total_rows * 16;
+    for (unsigned long long g0 = first; g0 < groups; g0 += stride * kScanLoads) {
+      uint4 w[kScanLoads];
 #pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        const float a = bf16_bits_to_float((unsigned short)(words[e / 2] >> (16 * (e % 2))));
-        if (valid) {
-          const unsigned out = !isfinite(a);
-          o_bad += out;
-          o_one_finite |= out;
-          scan_bad += out;
-        } else {
-          const unsigned out = !isclose(a, 0.0f, o_atol, o_rtol);
-          o_bad += out;
-          scan_bad += out;
-          track_diff(a, 0.0f, o_max, o_one_finite);
+      for (int u = 0; u < kScanLoads; ++u)
+        if (g0 + u * stride < groups) w[u] = o16[g0 + u * stride];
+#pragma unroll
+      for (int u = 0; u < kScanLoads; ++u) {
+        const unsigned long long g = g0 + u * stride;
+        if (g >= groups) break;
+        const unsigned r = unsigned(g / 16);
+        const bool valid = int(r % unsigned(t_max)) < seq_lens[r / (unsigned(heads) * unsigned(t_max))];
+        const unsigned words[4] = {w[u].x, w[u].y, w[u].z, w[u].w};
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          const float a = bf16_bits_to_float((unsigned short)(words[e / 2] >> (16 * (e % 2))));
+          if (valid) {
+            const unsigned out = !isfinite(a);
+            o_bad += out;
+            o_one_finite |= out;
+            scan_bad += out;
+          } else {
+            const unsigned out = !isclose(a, 0.0f, o_atol, o_rtol);
+            o_bad += out;
+            scan_bad += out;
+            track_diff(a, 0.0f, o_max, o_one_finite);
+          }
         }
       }
     }
