@@ -3,11 +3,11 @@
 # generation 1's champion as the baseline (docs/research/report/) and `query ideas` of every suite
 # (docs/research/ideas.txt). The one command after a campaign that added to the research DB (docs/report.md, "The
 # research DB's report"):
-#   scripts/research_docs.sh [DB.xz|DB]        default: lab/measurements/2026-11-26_45_research_db_runs1to11_campaign2.db.xz
+#   scripts/research_docs.sh [DB.xz|DB]        default: lab/measurements/2026-11-29_05_research_db_runs1to14_campaign3.db.xz
 # Needs the build (scripts/setup.sh) and no GPU; reads the DB read-only from a temporary copy.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-db_in=${1:-$root/lab/measurements/2026-11-26_45_research_db_runs1to11_campaign2.db.xz}
+db_in=${1:-$root/lab/measurements/2026-11-29_05_research_db_runs1to14_campaign3.db.xz}
 bin=${BUILD_DIR:-$root/build}/attn-tuner
 [[ -x $bin ]] || { echo "research_docs: no $bin: run scripts/setup.sh first" >&2; exit 2; }
 [[ -f $db_in ]] || { echo "research_docs: no DB at $db_in" >&2; exit 2; }

@@ -11,7 +11,7 @@ set -euo pipefail
 export BUILD_NAME=build
 source scripts/device/env.sh
 mkdir -p runs/queue
-[[ -f runs/attn-tuner.db ]] || xz -dc lab/measurements/2026-11-26_45_research_db_runs1to11_campaign2.db.xz > runs/attn-tuner.db
+[[ -f runs/attn-tuner.db ]] || xz -dc lab/measurements/2026-11-29_05_research_db_runs1to14_campaign3.db.xz > runs/attn-tuner.db
 for c in "$@"; do
   kit=$(mktemp -d) && tar -C "$kit" -xJf "$c/kit_full_as_the_agents_saw_it.tar.xz"
   mode=$(awk -F'\t' '$1 == "mode" {print $2}' "$c/agents.tsv")

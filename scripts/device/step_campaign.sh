@@ -6,6 +6,7 @@
 # (HARNESS_PLAN, step_harness.sh's "SUITE:RUNS ..."; empty: none). $OUT: the DB (xz, split into 15 MB parts:
 # research.db.xz.part_aa, _ab...), campaign.tar.gz (ideas.txt, ideas.json, best.txt, the daemon's log, the harness
 # runs). The ideas' parent is TEMPLATE's lineage (docs/ideas.md); a win becomes the next idea's parent.
+# RESUME=PREFIX: resume the campaign DB whose xz parts are PREFIX* (research.db.xz.part_ of an earlier call) instead.
 # usage (GPU machine, repo root; .device_bundle.tgz, .harness and .harness_run carried):
 #   scripts/device/step_campaign.sh G4_DB QUEUE_SRC SUITE TEMPLATE BUDGET_S "HARNESS_PLAN" [run args...]
 set -uo pipefail
@@ -15,20 +16,25 @@ source scripts/device/env.sh
 w=/tmp/campaign; rm -rf "$w" runs/campaign; mkdir -p "$w" runs/campaign/queue
 db=runs/campaign/research.db
 gpu_facts "$w/gpu.txt"
-xz -dc lab/measurements/2026-11-26_45_research_db_runs1to11_campaign2.db.xz >runs/campaign/start.db
-attn-tuner db migrate --db runs/campaign/start.db
-if [[ $g4 == *.xz ]]; then xz -dc "$g4" >runs/campaign/g4.db; g4=runs/campaign/g4.db; fi
-attn-tuner db merge "$db" runs/campaign/start.db "$g4" 2>&1 | tail -2
+if [[ -n ${RESUME:-} ]]; then  # a campaign DB brought back before (its xz parts): resumed, nothing merged
+  cat "$RESUME"* | xz -dc >"$db"
+else
+  xz -dc lab/measurements/2026-11-29_05_research_db_runs1to14_campaign3.db.xz >runs/campaign/start.db
+  attn-tuner db migrate --db runs/campaign/start.db
+  if [[ $g4 == *.xz ]]; then xz -dc "$g4" >runs/campaign/g4.db; g4=runs/campaign/g4.db; fi
+  attn-tuner db merge "$db" runs/campaign/start.db "$g4" 2>&1 | tail -2
+fi
 cp "$src"/*.idea runs/campaign/queue/
 n=$(ls runs/campaign/queue/*.idea | wc -l)
+before=$(attn-tuner query sql --db "$db" --format tsv "SELECT coalesce(max(id), 0) FROM runs" | tail -1)
 t0=$(date +%s)
 setsid attn-tuner run --db "$db" --suite "$suite" --template "$tpl" --ideas runs/campaign/queue --idea-poll 1 \
   --budget "${budget}s" "$@" >"$w/daemon.log" 2>&1 </dev/null &
 pid=$!
 while kill -0 "$pid" 2>/dev/null; do
   sleep 3
-  done_n=$(attn-tuner query sql --db "$db" --format tsv "SELECT count(*) FROM ideas WHERE status = 'done' AND run_id = \
-(SELECT max(id) FROM runs)" 2>/dev/null | tail -1)
+  done_n=$(attn-tuner query sql --db "$db" --format tsv "SELECT count(*) FROM ideas WHERE status = 'done' AND run_id > $before" \
+    2>/dev/null | tail -1)  # this run's ideas: until the daemon has made its run row, none
   if [[ ${done_n:-0} -ge $n ]]; then attn-tuner stop --db "$db" >/dev/null 2>&1; break; fi
 done
 wait "$pid"
@@ -40,7 +46,8 @@ grep -E "^idea [0-9]+ .*: (win|no_gain|slower|broken)|already judged" "$w/daemon
 xz -T0 -c "$db" | split -b 15M - "$OUT/research.db.xz.part_"
 tar -C /tmp -czf "$OUT/campaign.tar.gz" campaign
 if [[ -n $plan ]]; then
-  attn-tuner export --db "$db" --suite "$suite" --out runs/campaign/sub 2>&1 | tail -3
-  OUT=$w bash scripts/device/step_harness.sh runs/campaign/sub campaign "$plan"
+  sub=${SUB:-runs/campaign/sub}  # SUB: an export made beforehand (the same DB's), else exported here
+  [[ -n ${SUB:-} ]] || attn-tuner export --db "$db" --suite "$suite" --out "$sub" 2>&1 | tail -3
+  OUT=$w bash scripts/device/step_harness.sh "$sub" campaign "$plan"
   tar -C /tmp -czf "$OUT/campaign.tar.gz" campaign
 fi

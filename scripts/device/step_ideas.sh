@@ -12,7 +12,7 @@ out=${OUT:-/tmp/out}; mkdir -p "$out"
 late_after=${LATE_AFTER_S:-60} every=${SAMPLE_S:-10}
 source scripts/device/env.sh
 mkdir -p runs
-[[ -f runs/attn-tuner.db ]] || xz -dc lab/measurements/2026-11-26_45_research_db_runs1to11_campaign2.db.xz > runs/attn-tuner.db
+[[ -f runs/attn-tuner.db ]] || xz -dc lab/measurements/2026-11-29_05_research_db_runs1to14_campaign3.db.xz > runs/attn-tuner.db
 rm -rf runs/templates_snapshot runs/queue && cp -r kernels_templates runs/templates_snapshot && mkdir -p runs/queue
 for f in "$src"/*.idea; do [[ "$(basename "$f")" == "$(basename "${late:-none}")" ]] || cp "$f" runs/queue/; done
 gpu_facts "$out/gpu.txt"

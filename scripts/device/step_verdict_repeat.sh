@@ -7,6 +7,8 @@
 # third copy. Each run ends when every idea of its queue has a verdict (the script stops the daemon: `attn-tuner stop`),
 # or at its budget. Prints how many verdicts of A and B agree (lab/scripts/verdict_agreement.py) and the probes'
 # verdicts; raw data under $OUT. About 6 minutes of GPU time on an H200 (an idea is judged in 5-9 s).
+# The files of campaign 2 apply to the templates before 0b999e7 (fa4_g4 on the shared blocks): run it from a checkout
+# of 9a9bfa3's kernels_templates (ATTN_TUNER_TEMPLATES, carried) or of that commit.
 # usage (GPU machine, repo root, bundle carried): scripts/device/step_verdict_repeat.sh [run args...]
 #   environment: LIST (lab/ideas/repeat.tsv), PROBES (20), IDEA_BUDGET (8 configs an idea, as the campaigns),
 #   BUDGET_S (170 s a run of the ideas at most), PROBE_BUDGET_S (200 s), SUITE (full), PROBES_ONLY (set: the probe
@@ -22,7 +24,7 @@ gpu_facts "$out/agreement.txt"  # the GPU and checkout first, the agreement afte
 suite=${SUITE:-full} list=${LIST:-lab/ideas/repeat.tsv} probes=${PROBES:-20}
 start=runs/repeat/start.db
 if [[ -f runs/repeat_start.db ]]; then cp runs/repeat_start.db "$start"
-else xz -dc lab/measurements/2026-11-26_45_research_db_runs1to11_campaign2.db.xz >"$start"; fi
+else xz -dc lab/measurements/2026-11-29_05_research_db_runs1to14_campaign3.db.xz >"$start"; fi
 for name in a b probe; do cp "$start" "runs/repeat/$name.db"; rm -rf "runs/repeat/queue_$name"; mkdir -p "runs/repeat/queue_$name"; done
 # queue FILE VERDICTS DIR: the idea with the headers that have it judged once more on its parent (after Template:).
 queue() {

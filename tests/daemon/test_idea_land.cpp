@@ -183,7 +183,7 @@ TEST(IdeaLand, TheCheckFromAKitSaysWhatTheDaemonWouldSkip) {
 /// The research DB of runs 1-11 (125 MB unpacked), once for the file.
 const std::string& research_db() {
   static const std::string path =
-      unpack(std::string(ATTN_SOURCE_DIR) + "/lab/measurements/2026-11-26_45_research_db_runs1to11_campaign2.db.xz",
+      unpack(std::string(ATTN_SOURCE_DIR) + "/lab/measurements/2026-11-29_05_research_db_runs1to14_campaign3.db.xz",
              "research.db");
   return path;
 }
@@ -260,26 +260,38 @@ TEST(IdeaLand, TheLandedFa3TmaBuildsTheResearchDbsRecordedCubins) {
 
 TEST(IdeaLand, TheKitOfTheResearchDbIsWrittenAgainstTheLandedTemplate) {
   auto db = ExperimentDb::open(research_db(), ExperimentDb::Mode::read_only);
-  const std::string kit = test::temp_dir("attn-idea-land-kit") + "/kit";
   IdeaContextRequest req;
-  req.suite = "full";
   req.templates_dir = ATTN_TEMPLATES_DIR;
   req.cache_dir = test::temp_dir("attn-idea-land-kit-cache");
+  const auto same_as_repository = [](const std::string& kit, const std::string& file) {
+    return read_text_file(kit + "/template/" + file) == read_text_file(std::string(ATTN_TEMPLATES_DIR) + "/" + file);
+  };
+  // quick: the champion's template fa3_tma_p73 holds EPI_EARLY (no gain); the parent is the repository's fa3_tma,
+  // whose source holds the lineage's win (EPI_LEAN, idea 72), and its headers as they are in the repository.
+  const std::string quick_kit = test::temp_dir("attn-idea-land-kit") + "/kit";
+  req.suite = "quick";
+  const IdeaContextSummary q = write_idea_context(quick_kit, db, req);
+  EXPECT_EQ(q.parent_template, "fa3_tma");
+  EXPECT_TRUE(same_as_repository(quick_kit, "fa3_tma.cu"));
+  EXPECT_TRUE(same_as_repository(quick_kit, "blocks/epilogue.cuh"));
+  const auto quick_parent = nlohmann::json::parse(read_text_file(quick_kit + "/parent.json"));
+  EXPECT_EQ(quick_parent.at("landed"), true);
+  EXPECT_EQ(quick_parent.at("wins"), nlohmann::json::array({72}));
+  // full: the champion (runs 13-14, fa4_g4_p89) holds SCHED_EARLY, judged no gain; the parent is the repository's
+  // fa4_g4 (no win in its lineage), measured by its own rows, without the idea's axis.
+  const std::string kit = test::temp_dir("attn-idea-land-kit") + "/kit";
+  req.suite = "full";
   const IdeaContextSummary s = write_idea_context(kit, db, req);
-  EXPECT_EQ(s.parent_template, "fa3_tma");
-  EXPECT_EQ(s.champion_iter, 89394);
-  // template/ is the repository's fa3_tma and its headers (the wins landed), not the champion's fa3_tma_p66.
-  EXPECT_EQ(read_text_file(kit + "/template/fa3_tma.cu"), read_text_file(std::string(ATTN_TEMPLATES_DIR) + "/fa3_tma.cu"));
-  EXPECT_EQ(read_text_file(kit + "/template/blocks/epilogue.cuh"),
-            read_text_file(std::string(ATTN_TEMPLATES_DIR) + "/blocks/epilogue.cuh"));
-  EXPECT_EQ(read_text_file(kit + "/template/fa3_tma.cu").find("SFU_TURN"), std::string::npos);
+  EXPECT_EQ(s.parent_template, "fa4_g4");
+  EXPECT_EQ(s.champion_iter, 106165);
+  EXPECT_TRUE(same_as_repository(kit, "fa4_g4.cu"));
+  EXPECT_TRUE(same_as_repository(kit, "blocks/producer.cuh"));
+  EXPECT_EQ(read_text_file(kit + "/template/blocks/producer.cuh").find("SCHED_EARLY"), std::string::npos);
   const auto parent = nlohmann::json::parse(read_text_file(kit + "/parent.json"));
-  EXPECT_EQ(parent.at("template"), "fa3_tma");
-  EXPECT_EQ(parent.at("measured"), "fa3_tma_p59");
-  EXPECT_EQ(parent.at("landed"), true);
-  EXPECT_EQ(parent.at("config").at("V_UNPACK"), 1);
-  EXPECT_EQ(parent.at("config").at("EPI_LEAN"), 1);
-  EXPECT_FALSE(parent.at("config").contains("SFU_TURN"));
+  EXPECT_EQ(parent.at("template"), "fa4_g4");
+  EXPECT_EQ(parent.at("measured"), "fa4_g4");
+  EXPECT_EQ(parent.at("wins"), nlohmann::json::array());
+  EXPECT_FALSE(parent.at("config").contains("SCHED_EARLY"));
   // ideas_tried.tsv names each idea's suite and hash (what `idea check --kit` reads for already_judged).
   const std::string tried = read_text_file(kit + "/ideas_tried.tsv");
   EXPECT_NE(tried.find("\tfull\t4af37e28fcb05e3219eeb5a5cd4758d1\n"), std::string::npos);

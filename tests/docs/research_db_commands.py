@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The research-DB-size test (ctest research_db, label researchdb; issue 48): every read command of the README runs
-on the committed research DB (lab/measurements/2026-11-26_45_research_db_runs1to11_campaign2.db.xz: 125 MB, 102,800
+on the committed research DB (lab/measurements/2026-11-29_05_research_db_runs1to14_campaign3.db.xz: 125 MB, 102,800
 iterations, 75 ideas, two suites) within a time and a memory limit, with the DB on read-only storage, and must exit 0
 and say what the checks below expect. A command that errors, or exceeds its limit, fails the test: the doc test's
 16 KB fixture cannot show what breaks at this size.
@@ -41,7 +41,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import db_claims  # noqa: E402
 
-DB_XZ = "lab/measurements/2026-11-26_45_research_db_runs1to11_campaign2.db.xz"
+DB_XZ = "lab/measurements/2026-11-29_05_research_db_runs1to14_campaign3.db.xz"
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
 

@@ -43,7 +43,7 @@ TEST(CubinPatch, Fa3TmaDeclaresOrderAndKvOrderPatchable) {
 }
 
 // The compiled-in build is the template as it was: the research DB's champion on full (iter 21092, recorded on the
-// H100 before CMEM_PARAMS existed, lab/measurements/2026-11-26_45_research_db_runs1to11_campaign2.db.xz) compiles to
+// H100 before CMEM_PARAMS existed, lab/measurements/2026-11-29_05_research_db_runs1to14_campaign3.db.xz) compiles to
 // the cubin hash the DB holds for it, so export ships it as recorded (export/db_variant.cpp). NVRTC 13.0.
 TEST(CubinPatch, AConfigRecordedBeforeCmemParamsCompilesToItsRecordedCubin) {
   const auto s = fa3();

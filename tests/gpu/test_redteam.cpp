@@ -214,13 +214,13 @@ struct HonestVariant {
 
 /// The committed research DB's overall champion on full (`attn-tuner query best --db DB --suite full`: iter
 /// 89394, template fa3_tma_p66, an idea's, whose files live only in the DB), its template written out of the DB.
-/// The DB (lab/measurements/2026-11-26_45_research_db_runs1to11_campaign2.db.xz) is unpacked once into a
+/// The DB (lab/measurements/2026-11-29_05_research_db_runs1to14_campaign3.db.xz) is unpacked once into a
 /// temporary folder. Throws std::runtime_error when it cannot be read.
 HonestVariant research_champion() {
   static const HonestVariant champion = [] {
     const std::string dir = test::temp_dir("redteam-champion");
     const std::string xz =
-        std::string(ATTN_SOURCE_DIR) + "/lab/measurements/2026-11-26_45_research_db_runs1to11_campaign2.db.xz";
+        std::string(ATTN_SOURCE_DIR) + "/lab/measurements/2026-11-29_05_research_db_runs1to14_campaign3.db.xz";
     const std::string db_path = dir + "/research.db";
     const std::string unpack = "python3 -c \"import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), "
                                "open(sys.argv[2], 'wb'))\" '" + xz + "' '" + db_path + "'";

@@ -1,5 +1,5 @@
 // The parent of the next idea (tuner/idea_parent.hpp) on the research DB's lineages as recorded
-// (lab/measurements/2026-11-26_45_research_db_runs1to11_campaign2.db.xz): on full, V_UNPACK (idea 42, a win on
+// (lab/measurements/2026-11-29_05_research_db_runs1to14_campaign3.db.xz): on full, V_UNPACK (idea 42, a win on
 // fa3_tma), EPI_LEAN (59, a win on fa3_tma_p42), SFU_TURN (66, no gain on p59: the champion's template) and Q_IN_O
 // (70, slower on p59); on quick, V_UNPACK again (71, no gain) and EPI_LEAN again (72, a win on fa3_tma, the same
 // file and hash as 59).
