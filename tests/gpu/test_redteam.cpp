@@ -212,8 +212,9 @@ struct HonestVariant {
   Config config;
 };
 
-/// The committed research DB's overall champion on full (`attn-tuner query best --db DB --suite full`: iter
-/// 89394, template fa3_tma_p66, an idea's, whose files live only in the DB), its template written out of the DB.
+/// The committed research DB's overall champion on full (`attn-tuner query best --db DB --suite full`: since
+/// 2026-11-29 iter 106165, template fa4_g4_p89, an idea's, whose files live only in the DB; before, iter 89394,
+/// fa3_tma_p66), its template written out of the DB.
 /// The DB (lab/measurements/2026-11-29_05_research_db_runs1to14_campaign3.db.xz) is unpacked once into a
 /// temporary folder. Throws std::runtime_error when it cannot be read.
 HonestVariant research_champion() {
