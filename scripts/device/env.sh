@@ -15,3 +15,11 @@ gpu_facts() {
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv,noheader | tee "$1"
   echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo '?') $(git status --porcelain 2>/dev/null | wc -l) changed files" | tee -a "$1"
 }
+# last_run DB: the DB's latest run id (0 for none). ideas_done_after DB RUN: the ideas with a verdict judged by runs
+# after RUN; a script that starts a daemon on a queue of N ideas takes last_run first and stops the daemon once
+# ideas_done_after reaches N (the daemon's own run row does not exist yet when it starts).
+last_run() { attn-tuner query sql --db "$1" --format tsv "SELECT coalesce(max(id), 0) FROM runs" | tail -1; }
+ideas_done_after() {
+  attn-tuner query sql --db "$1" --format tsv "SELECT count(*) FROM ideas WHERE status = 'done' AND run_id > $2" \
+    2>/dev/null | tail -1
+}

@@ -26,15 +26,14 @@ else
 fi
 cp "$src"/*.idea runs/campaign/queue/
 n=$(ls runs/campaign/queue/*.idea | wc -l)
-before=$(attn-tuner query sql --db "$db" --format tsv "SELECT coalesce(max(id), 0) FROM runs" | tail -1)
+before=$(last_run "$db")
 t0=$(date +%s)
 setsid attn-tuner run --db "$db" --suite "$suite" --template "$tpl" --ideas runs/campaign/queue --idea-poll 1 \
   --budget "${budget}s" "$@" >"$w/daemon.log" 2>&1 </dev/null &
 pid=$!
 while kill -0 "$pid" 2>/dev/null; do
   sleep 3
-  done_n=$(attn-tuner query sql --db "$db" --format tsv "SELECT count(*) FROM ideas WHERE status = 'done' AND run_id > $before" \
-    2>/dev/null | tail -1)  # this run's ideas: until the daemon has made its run row, none
+  done_n=$(ideas_done_after "$db" "$before")
   if [[ ${done_n:-0} -ge $n ]]; then attn-tuner stop --db "$db" >/dev/null 2>&1; break; fi
 done
 wait "$pid"

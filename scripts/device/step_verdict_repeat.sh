@@ -55,15 +55,14 @@ judge() {
   local db=runs/repeat/$name.db queue=runs/repeat/queue_$name
   local n; n=$(ls "$queue"/*.idea | wc -l)
   local t0; t0=$(date +%s)
-  local before; before=$(attn-tuner query sql --db "$db" --format tsv "SELECT coalesce(max(id), 0) FROM runs" | tail -1)
+  local before; before=$(last_run "$db")
   setsid attn-tuner run --db "$db" --tsv "runs/repeat/$name.tsv" --suite "$suite" --template fa3_tma --ideas "$queue" \
     --idea-budget "${IDEA_BUDGET:-8}" --idea-poll 1 --budget "${budget}s" "$@" >"$out/run_$name.log" 2>&1 </dev/null &
   local pid=$!
   while kill -0 "$pid" 2>/dev/null; do
     sleep 2
     local done_n
-    done_n=$(attn-tuner query sql --db "$db" --format tsv "SELECT count(*) FROM ideas WHERE status = 'done' AND \
-run_id > $before" 2>/dev/null | tail -1)  # this run's ideas (none before its run row exists), as step_campaign.sh
+    done_n=$(ideas_done_after "$db" "$before")
     if [[ ${done_n:-0} -ge $n ]]; then attn-tuner stop --db "$db" >/dev/null 2>&1; break; fi
   done
   wait "$pid"
