@@ -86,7 +86,7 @@ TEST(IdeaCheck, AHeaderOverItsLimitIsBadInputBeforeAnyCompile) {
                          "\nSpace: {\"L2_PREFETCH\": [0, 1]}\nDefault: {\"L2_PREFETCH\": 0}\n";
   EXPECT_NO_THROW(parse_idea("t.idea", ok));
   const std::string over = "Description: d\nHypothesis: " + std::string(kIdeaHeaderMaxBytes + 1, 'h') + "\n\n" +
-                           diff_of("fa3_tma.cu", "  __syncthreads();\n", "  __syncthreads();  // x\n");
+                           diff_of("blocks/kernel.cuh", "  __syncthreads();\n", "  __syncthreads();  // x\n");
   const auto r = check(over);
   EXPECT_EQ(r.code(), IdeaCheckCode::bad_input);
   EXPECT_NE(r.failures.at(0).message.find("Hypothesis is over 300 bytes (301 given"), std::string::npos)
@@ -110,7 +110,7 @@ TEST(IdeaCheck, AGoodIdeaPassesWithTheDefaultCubinByteIdentical) {
   const std::string bytes =
       "Description: an early exit test behind GUARD\nTemplate: fa3_tma\nSpace: {\"GUARD\": [0, 1]}\n"
       "Default: {\"GUARD\": 0}\n\n" +
-      diff_of("fa3_tma.cu", "  __syncthreads();\n",
+      diff_of("blocks/kernel.cuh", "  __syncthreads();\n",
               "  __syncthreads();\n#if GUARD\n  if (tid == 0 && batch_size < 0) lse[0] = 0.f;\n#endif\n");
   const auto r = check(bytes);
   EXPECT_EQ(r.code(), IdeaCheckCode::ok) << all_lines(r);
@@ -121,7 +121,7 @@ TEST(IdeaCheck, AGoodIdeaPassesWithTheDefaultCubinByteIdentical) {
 }
 
 TEST(IdeaCheck, ACodeChangeInTheDefaultPathIsDefaultChanged) {
-  const auto r = check("Description: d\n\n" + diff_of("fa3_tma.cu", "  __syncthreads();\n",
+  const auto r = check("Description: d\n\n" + diff_of("blocks/kernel.cuh", "  __syncthreads();\n",
                                                       "  __syncthreads();\n  if (tid == 0 && batch_size < 0) lse[0] = 0.f;\n"));
   EXPECT_EQ(r.code(), IdeaCheckCode::default_changed) << all_lines(r);
   EXPECT_NE(r.failures.at(0).message.find("cubin differs from the parent's"), std::string::npos);
