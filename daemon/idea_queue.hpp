@@ -7,13 +7,15 @@
 #include <string>
 #include <vector>
 
+#include "tuner/idea_parent.hpp"
+
 namespace attn {
 
 /// The idea queue options of `attn-tuner run`.
 struct IdeaOptions {
   std::string dir;            ///< the queue folder; "" = no idea queue
   std::size_t budget = 24;    ///< configs tuned per idea (its parent's best configs first, then the strategy)
-  std::size_t top = 4;        ///< the parent's best configs tried first (after its champion)
+  std::size_t top = kIdeaTopConfigs;  ///< the parent's best configs tried first (after its champion)
   double poll_s = 5;          ///< how often the folder is looked at (seconds)
   bool enabled() const { return !dir.empty(); }
 };

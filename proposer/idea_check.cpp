@@ -65,24 +65,33 @@ std::vector<PtxasWarning> ptxas_warnings(const std::string& log) {
   return out;
 }
 
-std::string serialisation_cause(const std::string& text) {
-  const std::pair<const char*, const char*> causes[] = {
-      {"divergent path",
-       "a branch between a wgmma's issue and its wait (ptxas puts a warpgroup arrive in the divergent path): an mbarrier "
-       "wait (a try_wait loop) inside a commit group, or a branch on the wgmma width (if / else over two wgmma shapes) "
-       "with a wgmma pending; wait for the wgmma first, or make the branch uniform (if constexpr, a macro)"},
-      {"defining accumulator registers",
-       "code that writes a wgmma's accumulator registers between its issue and its wait: a partly zeroed accumulator, "
-       "a rescale of o while the P V wgmma is pending; zero or scale every accumulator register before the issue, or "
-       "after the wait"},
-      {"function boundary",
-       "a function call inside the wgmma pipeline (printf, a __noinline__ function, a call that is not inlined): "
-       "__forceinline__ it or move it out of the issue-wait window"},
-      {"insufficient register resources",
+const std::vector<SerialisationPattern>& serialisation_patterns() {
+  static const std::vector<SerialisationPattern> patterns = {
+      {"C7520", "program dependence on compiler-inserted WG.AR in divergent path", "divergent path",
+       "a branch between the issue of a wgmma and the `wgmma.wait_group` that retires it, while registers that group "
+       "writes are pending (ptxas puts a warpgroup arrive in the divergent path): a wait there (an mbarrier try_wait "
+       "loop is a branch), a branch on the wgmma width (if / else over two wgmma shapes), a wgmma under a run-time "
+       "condition. \"Between\" is issue to retire, not only `wgmma.fence` to `wgmma.commit_group`: a wait before the "
+       "issue or after that wait_group is fine. Wait for the group first, or make the branch uniform (if constexpr, "
+       "a macro)"},
+      {"C7515", "non wgmma instructions defining accumulator registers", "defining accumulator registers",
+       "code that writes a wgmma's accumulator registers between its issue and the wait_group that retires it: a "
+       "partly zeroed accumulator, a rescale of o while the P V wgmma is pending; zero or scale every accumulator "
+       "register before the issue, or after the wait"},
+      {"C7510", "wgmma pipeline crossing function boundary", "function boundary",
+       "a function call between a wgmma's issue and its wait_group (printf, a __noinline__ function, a call that is "
+       "not inlined): __forceinline__ it or move it out of that window"},
+      {"C7511 / C7512", "insufficient register resources", "insufficient register resources",
        "too many live registers around the wgmma for the register budget (PRODUCER_REGS, CTAS_PER_SM): the "
-       "accumulators, the S tile and what the idea keeps live at once"}};
-  for (const auto& [pattern, cause] : causes)
-    if (text.find(pattern) != std::string::npos) return cause;
+       "accumulators, the S tile and what the idea keeps live at once; in this project also one accumulator written "
+       "by wgmma of two shapes (an m64n64 into half of a 128-key S tile, P V split into n64 and n128 on O) and a "
+       "wgmma in flight across the loop's back edge (docs/kernels.md)"}};
+  return patterns;
+}
+
+std::string serialisation_cause(const std::string& text) {
+  for (const auto& p : serialisation_patterns())
+    if (text.find(p.match) != std::string::npos) return p.cause;
   return "";
 }
 

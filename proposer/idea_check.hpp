@@ -119,8 +119,20 @@ struct IdeaCheckOptions {
   Config parent_overrides;
 };
 
-/// The pattern of ptxas's wgmma serialisation message `text` (C7510, C7515, C7520...) in words, with what
-/// usually causes it in a diff (docs/ideas.md, "What serialises the wgmma"); "" for a message it does not know.
+/// One kind of ptxas's wgmma serialisation message and what usually causes it in a diff (the project's
+/// measurements: docs/kernels.md, lab/notebook-gen2.md, the campaigns' ideas). IDEA.md lists these, and the
+/// check names the cause of a message it meets.
+struct SerialisationPattern {
+  const char* codes;    ///< ptxas's codes: "C7520", "C7511 / C7512"
+  const char* message;  ///< ptxas's words after "serialized due to"
+  const char* match;    ///< the words looked for in a message
+  const char* cause;    ///< what in a diff usually causes it, and what to do instead
+};
+
+/// The patterns an author met, C7520 first.
+const std::vector<SerialisationPattern>& serialisation_patterns();
+
+/// The cause of ptxas's wgmma serialisation message `text` (serialisation_patterns); "" for a message it does not know.
 std::string serialisation_cause(const std::string& text);
 
 /// Checks `bytes` (an idea file named `name`) as the daemon would, then the cubins (see the file comment).

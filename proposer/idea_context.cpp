@@ -18,6 +18,7 @@
 #include "proposer/parent_template.hpp"
 #include "proposer/proposal_workdir.hpp"
 #include "proposer/sass_profile.hpp"
+#include "core/templates_dir.hpp"
 #include "core/text_file.hpp"
 #include "tuner/proposal_template.hpp"
 #include "workload/validation.hpp"
@@ -30,17 +31,46 @@ std::string opt_num(const std::optional<double>& v, const char* f = "{:.4f}") {
   return v ? fmt::format(fmt::runtime(f), *v) : "-";
 }
 
+/// ptxas's serialisation codes IDEA.md explains: "C7520, C7515, ...".
+std::string serialisation_codes() {
+  std::string s;
+  for (const auto& p : serialisation_patterns()) s += fmt::format("{}{}", s.empty() ? "" : ", ", p.codes);
+  return s;
+}
+
+/// IDEA.md's list of ptxas's serialisation messages with their usual causes.
+std::string serialisation_rows() {
+  std::string s;
+  for (const auto& p : serialisation_patterns()) s += fmt::format("  - {} \"{}\": {};\n", p.codes, p.message, p.cause);
+  return s;
+}
+
+/// IDEA.md's lines on the files only the kit has (`idea context`; the proposer's folder has neither).
+std::string kit_files() {
+  return fmt::format(R"md(
+- `template/ABI.md`: the kernel ABI the host honours (kernels_templates/ABI.md): the entry point's parameters,
+  the `attn_launch_info` fields the host reads (threads, dynamic shared memory, BLOCK_M, grid mode, ...) and
+  the macros' rule. An idea keeps it; `idea check` fails (`proposal`) where it does not.
+- `parent.json`: the parent (`template`), why it is the parent (`why`), the template whose measurements stand
+  for it (`measured`), its best config on the suite (`config`, iteration `iteration`): the config the daemon
+  tunes your idea from first, and the one `idea check --kit` checks; and `top`: its {} best configs with their
+  scores (`geomean_ms`, one row a config, fastest first): the configs the daemon tunes your idea from first
+  (`attn-tuner run --idea-top`). Read where they differ (SCHEDULE, EPILOGUE, ...): your idea is tuned at each
+  of them, not only at the best.)md",
+                     kIdeaTopConfigs);
+}
+
 std::string exit_code_rows() {
   std::string s;
-  const std::pair<IdeaCheckCode, const char*> rows[] = {
+  const std::pair<IdeaCheckCode, std::string> rows[] = {
       {IdeaCheckCode::ok, "it passes: the daemon will accept it and tune it"},
       {IdeaCheckCode::bad_input, "the daemon's parser refuses the file (verdict broken, bad_input)"},
       {IdeaCheckCode::does_not_apply, "a hunk fails or names a file the parent lacks (broken, does_not_apply)"},
       {IdeaCheckCode::compile, "NVRTC fails on the default config or a config with the idea on (broken, compile)"},
       {IdeaCheckCode::proposal, "the space does not load or the kernel's ABI is wrong (broken, proposal)"},
       {IdeaCheckCode::default_changed, "the default config's cubin is not the parent's, byte for byte"},
-      {IdeaCheckCode::slow_build, "ptxas predicts a slow kernel (wgmma serialised: C7510, C7515, C7520...) where "
-                                  "the parent's build of that config does not; --accept-warning CODE lets it pass"},
+      {IdeaCheckCode::slow_build, "ptxas predicts a slow kernel (wgmma serialised: " + serialisation_codes() +
+                                      ") where the parent's build of that config does not; --accept-warning CODE lets it pass"},
       {IdeaCheckCode::spills, "a config with the idea on spills more than the parent's build of it; "
                               "--accept-warning spills lets it pass"},
       {IdeaCheckCode::already_judged, "this idea (its hash: Template, Space, Default and diff) was judged on this suite "
@@ -55,7 +85,7 @@ std::string exit_code_rows() {
 
 std::string family_of(const CaseResultRecord& c) { return family_name(c.family); }
 
-/// The trace commands for each family's slowest case of the champion.
+/// The trace commands for each family's slowest case of the champion, with paths relative to the kit's root.
 std::string trace_howto(const ProfileInput& in) {
   std::map<std::string, const CaseResultRecord*> slowest;
   for (const auto& c : in.champion.cases) {
@@ -63,17 +93,38 @@ std::string trace_howto(const ProfileInput& in) {
     auto& s = slowest[family_of(c)];
     if (!s || *c.median_ms > *s->median_ms) s = &c;
   }
-  std::string s = fmt::format(
-      "The DB holds no trace. `attn-tuner trace` (a GPU) builds the champion with clock64 stamps and prints, per\n"
-      "role (producer, converters, consumer warpgroups), the cycles of each step of its loop per kv tile. On the\n"
-      "GPU machine, for each family's slowest case of the champion:\n\n```sh\n");
+  std::string s =
+      "`attn-tuner trace` (on a GPU) builds the champion with clock64 stamps and prints, per role (producer, "
+      "converters, consumer warpgroups), the cycles of each step of its loop per kv tile. On the GPU machine, for "
+      "each family's slowest case of the champion, run these in the kit's root (the folder that holds IDEA.md): "
+      "their paths are relative to it, so they hold wherever the kit was copied.\n\n```sh\nmkdir -p traces\n";
   const std::string config = in.params.empty() ? "{}" : in.params;
   for (const auto& [family, c] : slowest)
-    s += fmt::format("attn-tuner trace --templates {} --template {} --config '{}' --suite {} --case {}{} > {}.txt\n",
+    s += fmt::format("attn-tuner trace --templates {} --template {} --config '{}' --suite {} --case {}{} > traces/{}.txt\n",
                      in.templates_arg, in.template_name, config, in.champion.suite, c->case_id,
                      in.champion.root_seed ? fmt::format(" --seed {}", *in.champion.root_seed) : "", family);
-  s += "```\n\nand `attn-tuner idea context ... --trace DIR` with those files puts them here.\n";
+  return s + "```\n";
+}
+
+/// The lines at the top of PROFILE.md for what it lacks, why, and the command that fills it in; "" when whole.
+std::string missing_text(const ProfileInput& in, const std::vector<std::string>& missing, bool no_trace) {
+  if (missing.empty()) return "";
+  std::string s = "## Missing here\nThis profile lacks (nothing below stands in for it):\n";
+  for (const auto& m : missing) s += "- " + m + "\n";
+  s += fmt::format(
+      "\nTo get {}: on a GPU machine (its CUDA toolkit has cuobjdump), in the kit's root: {}\n```sh\n{} --trace {}\n```\n"
+      "writes a new kit (`--out`: a fresh folder) with what is missing (`--db`: the DB this kit was written from, where it is on "
+      "that machine).\n",
+      missing.size() > 1 ? "them" : "it", no_trace ? "run the commands of \"Trace\" below, then" : "",
+      in.context_command, no_trace || in.trace_dir.empty() ? "traces" : in.trace_dir);
   return s;
+}
+
+/// kernels_templates/ABI.md: the one in `templates_dir`, else the repository's (a test's templates folder has none).
+std::string abi_md_path(const std::string& templates_dir) {
+  for (const auto& d : {templates_dir, default_templates_dir()})
+    if (fs::exists(fs::path(d) / "ABI.md")) return (fs::path(d) / "ABI.md").string();
+  throw std::runtime_error(fmt::format("idea context: no ABI.md in {} nor {}", templates_dir, default_templates_dir()));
 }
 
 }  // namespace
@@ -134,6 +185,13 @@ Limits (the daemon's parser; beyond them the verdict is `broken`, `bad_input`):
 - Space: a JSON object of new axes, names `[A-Z][A-Z0-9_]*`, each a non-empty list of distinct integers that
   the parent does not have already (change an existing axis' values with a diff of `{root}.json` instead).
   Default: a value from each axis' list, and no other key. Retry: `yes` or `no`. Verdicts: 1 to 9.
+- an idea cannot add a constraint to the space: every combination of its new values with the parent's axes
+  is a config the tuner may build. Guard a combination the code cannot run in the preprocessor, and say in
+  the Hypothesis which combinations you guard and how: a fallback (`#if MY_AXIS && BLOCK_N == 128` around the new code, the
+  parent's code otherwise: that config runs the parent's kernel, and `idea check` says "the same cubin as the
+  parent's" for it) or `#error "MY_AXIS needs BLOCK_N 128"` (that config fails to compile: the tuner counts it
+  a crash and moves on, and `idea check` fails with `compile` when it builds that combination, e.g. at the
+  parent's best config). Prefer the fallback where the parent's best configs (`parent.json`) hit it.
 - the diff: unified (`diff -u`, `git diff`); hunks whose line counts add up; paths relative to this folder
   (a leading `a/`, `b/`, `kernels_templates/` is dropped); no absolute path, no `..`, no binary patch. A
   Space-only idea may have no diff.
@@ -164,17 +222,11 @@ control, and the tuner explores the new axis against it. What keeps it identical
 - no generic lambdas in device code (`[&](auto x)` is rejected): give the parameter a type or use a template
   function.
 - ptxas serialises every wgmma of the kernel ("Potential Performance Loss: wgmma.mma_async instructions are
-  serialized due to ...") when the code between a wgmma's issue and its wait (its commit group) breaks the
-  pipeline. It compiles, it is valid, and it is about 33 % slower. `idea check` fails on it and names the
-  usual cause; ptxas names only the kernel, so read your hunks in the consumer's wgmma code. The patterns:
-  - C7520 "program dependence on compiler-inserted WG.AR in divergent path": a branch with a wgmma pending:
-    an mbarrier wait (a try_wait loop) inside a commit group, a branch on the wgmma width (if / else over two
-    wgmma shapes) before the wait, a wgmma under a run-time condition;
-  - C7515 "non wgmma instructions defining accumulator registers": an accumulator written between issue
-    and wait: a partly zeroed accumulator, o rescaled while the P V wgmma is pending;
-  - C7510 "wgmma pipeline crossing function boundary": a call (printf, a `__noinline__` function) inside it;
-  - C7511 / C7512 "insufficient register resources": too many live registers around the wgmma.
-- spills (local memory, LDL/STL) are slow; `idea check` compares them with the parent's.
+  serialized due to ...") when code between the issue of a wgmma and the `wgmma.wait_group` that retires it
+  breaks the pipeline (that window, not only `wgmma.fence` to `wgmma.commit_group`). It compiles, it is valid,
+  and it is about 33 % slower. `idea check` fails on it and names the usual cause; ptxas names only the
+  kernel, so read your hunks in the consumer's wgmma code. The patterns:
+{serialisation}- spills (local memory, LDL/STL) are slow; `idea check` compares them with the parent's.
 - results must pass the harness's tolerances against an fp32 reference: o within {oa:g} + {orr:g}|ref|,
   lse within {la:g} + {lr:g}|ref| (bf16 P fails them: P and V are fp16).
 
@@ -193,19 +245,32 @@ still apply to the new one:
 
 ## Check it before you send it
 ```sh
-attn-tuner idea check my.idea --kit KIT          # KIT: this folder; the parent here, at the parent's best config
-attn-tuner idea check my.idea --kit KIT --config '{{"PINGPONG": 1}}'   # another config of the parent, with it on
-attn-tuner idea check my.idea --db DB --suite full   # where the DB is: the same parent, and what was judged already
+attn-tuner idea check my.idea --kit KIT --cache CACHE     # KIT: this folder; at the parent's best config (parent.json)
+attn-tuner idea check my.idea --kit KIT --cache CACHE --config '{{"PINGPONG": 1}}'   # at this config instead, with it on
+attn-tuner idea check my.idea --db DB --suite full --cache CACHE   # where the DB is: the same parent, and what was judged
 ```
 It runs the daemon's parser, the apply (GNU patch: a hunk applied at an offset or with fuzz is reported),
-NVRTC on the default config, then on the parent's best config (`parent.json`; `--config` replaces it; without
-`--kit` or `--db` and without `--config` it is the JSON default config, which is not what the daemon tunes)
-with each new value on. It compares the default cubin with the parent's (byte for byte) and each config's
-registers, spills, shared memory (`attn_launch_info`) and ptxas diagnostics with the parent's build of the same
-config. An idea that routes a config to another path (EPILOGUE 1 running the EPILOGUE 2 code when its axis is
-on) compares with the parent's build of that path: `--parent-config '{{"EPILOGUE": 2}}'`. ptxas reports spills
-for the whole kernel, not per role: read the config's registers against the budget of each role
-(PRODUCER_REGS for the producer warpgroup and its converters, the rest for the consumers). Exit codes (the
+NVRTC on the default config, then on the base config with each new value on. The base config is the
+parent's best config (`config` in `parent.json`) when you give no `--config`: check there first, that is
+where the daemon starts. `--config JSON` replaces it, and the values it does not name come from the parent's
+JSON default (`default` in `{tdir}/{root}.json`), not from `parent.json`'s best config: `{{"PINGPONG": 1}}`
+is the JSON default with PINGPONG 1. To check near the parent's best, give a whole config: `config` or an
+entry of `top` in `parent.json`, with your change. Without `--kit` or `--db` and without `--config` the base
+is the JSON default config, which is not what the daemon tunes.
+It compares the default cubin with the parent's, byte for byte: the line `default config: cubin
+byte-identical to the parent's (<hash>)` is the proof that your default is unchanged (on a base other than
+the default, the base with every new axis at its default must be the parent's cubin too). A config with the
+idea on whose line says "the same cubin as the parent's (the idea changes nothing in this config)" runs the
+parent's code: the idea does nothing there. For each config it compares registers, spills, shared memory
+(`attn_launch_info`) and ptxas diagnostics with the parent's build of the same config. An idea that routes a
+config to another path (EPILOGUE 1 running the EPILOGUE 2 code when its axis is on) compares with the
+parent's build of that path: `--parent-config '{{"EPILOGUE": 2}}'`. ptxas reports spills for the whole
+kernel, not per role: read the config's registers against the budget of each role (PRODUCER_REGS for the
+producer warpgroup and its converters, the rest for the consumers).
+`--cache CACHE`: a compile cache folder that you keep between checks (any writable folder; without it the
+default is $ATTN_TUNER_CACHE or ~/.cache/attn-tuner, which a sandbox may not keep). NVRTC builds the parent
+and the idea at each config (about 15 s a build); with the cache the parent's builds are reused and a
+repeated check took 15-55 s in the authors' runs: use it. Exit codes (the
 smallest finding wins):
 
 | code | finding | meaning |
@@ -216,19 +281,21 @@ smallest finding wins):
                      fmt::arg("keys", keys), fmt::arg("hmax", kIdeaHeaderMaxBytes), fmt::arg("jmax", kIdeaJsonHeaderMaxBytes),
                      fmt::arg("fmax", kIdeaFileMaxBytes), fmt::arg("kernel", parent.kernel()),
                      fmt::arg("oa", tol.output_atol), fmt::arg("orr", tol.output_rtol), fmt::arg("la", tol.lse_atol),
-                     fmt::arg("lr", tol.lse_rtol), fmt::arg("codes", exit_code_rows()),
-                     fmt::arg("parent_json", tdir == "template" ? "\n" + std::string(R"md(- `parent.json`: the parent (`template`), why it is the parent (`why`), the template whose measurements stand
-  for it (`measured`) and its best config on the suite (`config`, iteration `iteration`): the config the daemon
-  tunes your idea from first, and the one `idea check --kit` checks.)md") : std::string()));
+                     fmt::arg("lr", tol.lse_rtol), fmt::arg("codes", exit_code_rows()), fmt::arg("serialisation", serialisation_rows()),
+                     fmt::arg("parent_json", tdir == "template" ? kit_files() : std::string()));
+}
+
+std::string idea_context_command(const std::string& db_path, const std::string& suite) {
+  return fmt::format("attn-tuner idea context --db {} --suite {} --out NEW_KIT", db_path, suite);
 }
 
 std::string write_champion_profile(const std::string& dir, const ProfileInput& in) {
   const fs::path p = fs::path(dir) / "profile";
-  fs::create_directories(p / "trace");
+  fs::create_directories(p);
   write_text_file((p / "compile.log").string(), in.compile_log.empty() ? "(no compile log recorded)\n" : in.compile_log);
+  std::vector<std::string> missing;
   const ResourceUsage r = parse_ptxas_resources(in.compile_log, in.kernel);
-  std::string md = fmt::format("# The champion's profile\n\nTemplate `{}`, config `{}`.\n\n## Resources (ptxas -v)\n",
-                               in.template_name, in.params);
+  std::string md = "\n## Resources (ptxas -v)\n";
   md += r.registers < 0 ? "Not in the compile log.\n"
                         : fmt::format("{} registers per thread, {} bytes spill stores, {} bytes spill loads, {} bytes "
                                       "stack frame, {} bytes static smem.\n",
@@ -241,10 +308,12 @@ std::string write_champion_profile(const std::string& dir, const ProfileInput& i
   md += "\n## SASS instruction mix\n";
   const auto tool = find_disassembler();
   if (!in.cubin_path || !fs::exists(*in.cubin_path)) {
-    md += "No cubin of the champion here: not computed.\n";
+    missing.push_back("the SASS instruction mix: no cubin of the champion here (its build failed or is not at its "
+                      "recorded path)");
   } else if (!tool) {
-    md += "No disassembler here (cuobjdump or nvdisasm of the CUDA toolkit, e.g. Debian's cuda-cuobjdump-13-0): not "
-          "computed. The GPU machine has one: `attn-tuner idea context` there fills this in.\n";
+    missing.push_back("the SASS instruction mix (`sass.txt`, `sass_mix.tsv`): no disassembler (cuobjdump or nvdisasm "
+                      "of the CUDA toolkit) on the machine that wrote this kit: it was written without the GPU "
+                      "machine's toolkit");
   } else {
     try {
       const std::string listing = disassemble_cubin(*tool, *in.cubin_path);
@@ -258,9 +327,10 @@ std::string write_champion_profile(const std::string& dir, const ProfileInput& i
             "conversions, SYNCS the mbarrier arrives and waits, BAR the named barriers, WARPGROUP the wgmma "
             "arrive/depbar waits, LDL/STL spills.\n\n```\n" + table + "```\n";
     } catch (const std::exception& e) {
-      md += fmt::format("The disassembly failed: {}\n", e.what());
+      missing.push_back(fmt::format("the SASS instruction mix: the disassembly failed: {}", e.what()));
     }
   }
+  if (!missing.empty()) md += "Not here: see \"Missing here\" at the top.\n";
 
   md += "\n## Trace: cycles per kv tile and per role\n";
   md += fmt::format(
@@ -276,16 +346,17 @@ std::string write_champion_profile(const std::string& dir, const ProfileInput& i
       if (e.is_regular_file() && e.path().extension() == ".txt") traces.push_back(e.path());
   std::sort(traces.begin(), traces.end());
   if (traces.empty()) {
-    const std::string how = trace_howto(in);
-    write_text_file((p / "trace" / "HOWTO.md").string(), how);
-    md += how;
-  } else {
-    for (const auto& t : traces) {
-      const std::string text = read_text_file(t.string());
-      write_text_file((p / "trace" / t.filename()).string(), text);
-      md += fmt::format("### {}\n```\n{}```\n", t.filename().string(), text);
-    }
+    missing.push_back("the trace (cycles per kv tile and per role): the DB holds no trace, and `attn-tuner trace` "
+                      "needs the GPU");
+    md += "Not here: see \"Missing here\" at the top. " + trace_howto(in);
   }
+  for (const auto& t : traces) {
+    const std::string text = read_text_file(t.string());
+    write_text_file((p / "trace" / t.filename()).string(), text);
+    md += fmt::format("### {}\n```\n{}```\n", t.filename().string(), text);
+  }
+  md = fmt::format("# The champion's profile\n\nTemplate `{}`, config `{}`.\n\n", in.template_name, in.params) +
+       missing_text(in, missing, traces.empty()) + md;
   write_text_file((p / "PROFILE.md").string(), md);
   return md;
 }
@@ -300,7 +371,8 @@ std::string champion_profile_markdown(ExperimentDb& db, const std::string& suite
   in.template_name = proposal_root_template(it->template_name);
   in.params = it->params_json;
   in.champion = *it;
-  in.templates_arg = "KIT/template";
+  in.templates_arg = "template";
+  in.context_command = idea_context_command(db.path(), suite);
   if (it->variant_id)
     if (const auto v = db.variant(*it->variant_id)) {
       in.compile_log = v->compile_log;
@@ -358,6 +430,7 @@ IdeaContextSummary write_idea_context(const std::string& dir, ExperimentDb& db, 
   const std::vector<std::string> headers = write_idea_parent_files(parent.space, (root / "template").string());
 
   write_text_file((root / "IDEA.md").string(), idea_md(parent.space, headers, "template"));
+  write_text_file((root / "template" / "ABI.md").string(), read_text_file(abi_md_path(req.templates_dir)));
   nlohmann::ordered_json pj = {{"suite", c.suite},
                                {"template", parent.space.name()},
                                {"template_root", troot},
@@ -368,7 +441,12 @@ IdeaContextSummary write_idea_context(const std::string& dir, ExperimentDb& db, 
                                {"iteration", parent.best ? nlohmann::json(parent.best->iter) : nlohmann::json(nullptr)},
                                {"geomean_ms", parent.best && parent.best->geomean_ms ? nlohmann::json(*parent.best->geomean_ms)
                                                                                      : nlohmann::json(nullptr)},
-                               {"config", nlohmann::json::parse(config_to_json(parent.config))}};
+                               {"config", nlohmann::json::parse(config_to_json(parent.config))},
+                               {"top", nlohmann::json::array()}};
+  for (const auto& it : top_of_template(db, c.suite, parent.rule.measured, kIdeaTopConfigs))
+    pj["top"].push_back({{"iteration", it.iter},
+                         {"geomean_ms", it.geomean_ms ? nlohmann::json(*it.geomean_ms) : nlohmann::json(nullptr)},
+                         {"config", nlohmann::json::parse(config_to_json(in_space_of(parent.space, config_from_json(it.params_json))))}});
   write_text_file((root / "parent.json").string(), pj.dump(2) + "\n");
   write_text_file((root / "champion_cases.tsv").string(), champion_cases_tsv(c.champion));
   const auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
@@ -407,7 +485,8 @@ IdeaContextSummary write_idea_context(const std::string& dir, ExperimentDb& db, 
   pin.params = config_to_json(in_space_of(parent.space, c.config));
   pin.champion = c.champion;
   pin.trace_dir = req.trace_dir;
-  pin.templates_arg = (root / "template").string();
+  pin.templates_arg = "template";  // relative to the kit's root: the kit may be copied
+  pin.context_command = idea_context_command(fs::absolute(db.path()).string(), c.suite);
   if (c.variant) pin.compile_log = c.variant->compile_log;
   // A DB keeps no log of a successful compile (the research DB's are cleared): the build gives ptxas's lines.
   const bool have_log = parse_ptxas_resources(pin.compile_log, pin.kernel).registers >= 0;

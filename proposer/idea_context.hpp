@@ -7,13 +7,15 @@
 //                                 may touch, ideas that stack, how to check one, the exit codes of `idea check`
 //   template/                     the parent (tuner/idea_parent.hpp): <root>.cu, <root>.json and its headers,
 //                                 as the diff sees them
-//   parent.json                   which template the parent is and why, and its best config on the suite
+//   parent.json                   which template the parent is and why, its best config on the suite and its
+//                                 top configs (the ones the daemon tunes an idea from first)
 //   champion.json                 the champion: suite, iteration, template, config, scores, resources
 //   champion_cases.tsv            its per-case results
 //   ideas_tried.tsv               every judged idea: verdict, kind, delta and noise vs its parent, reason
 //   ideas_tried/<id>_<file>       each of them as an idea file (headers and diff as queued)
+//   template/ABI.md               the kernel ABI the host honours (kernels_templates/ABI.md)
 //   profile/PROFILE.md            where the champion's time goes: resources, ptxas diagnostics, the SASS mix,
-//                                 the trace (or how to get it)
+//                                 the trace; at its top what is missing and how to get it
 //   profile/compile.log, profile/sass.txt, profile/sass_mix.tsv, profile/trace/
 #pragma once
 #include <optional>
@@ -39,12 +41,18 @@ struct ProfileInput {
   std::optional<std::string> cubin_path;   ///< its cubin (for the SASS mix), when there is one
   IterationRecord champion;                ///< for the trace commands: suite, cases, root seed
   std::string trace_dir;                   ///< `attn-tuner trace` outputs (*.txt) to copy; "" none
-  std::string templates_arg;               ///< the --templates folder the trace commands name
+  std::string templates_arg;               ///< the --templates folder the trace commands name, relative to the kit's root
+  /// the command that writes the kit again (PROFILE.md's "Missing here": on a GPU machine it fills in the SASS mix)
+  std::string context_command = "attn-tuner idea context --db DB --suite SUITE --out NEW_KIT";
 };
 
+/// `attn-tuner idea context` for the DB at `db_path` and `suite`, into a new folder NEW_KIT.
+std::string idea_context_command(const std::string& db_path, const std::string& suite);
+
 /// Writes profile/ into `dir` (PROFILE.md, compile.log, sass.txt and sass_mix.tsv when a disassembler and a
-/// cubin are there, trace/). Returns PROFILE.md's text. Never throws for a missing tool or cubin (the
-/// file says so); throws std::runtime_error on I/O errors.
+/// cubin are there, trace/ when traces are given). Returns PROFILE.md's text. Never throws for a missing tool,
+/// cubin or trace: PROFILE.md says at its top what is missing, why, and how to get it. Throws
+/// std::runtime_error on I/O errors.
 std::string write_champion_profile(const std::string& dir, const ProfileInput& in);
 
 /// PROFILE.md of the overall champion of `suite` ("": the only one) from the DB alone (the report's Profile

@@ -29,15 +29,26 @@ std::map<std::string, std::string> landed_in_templates(const std::string& templa
   return out;
 }
 
-std::optional<IterationRecord> best_of_template(ExperimentDb& db, const std::string& suite, const std::string& t) {
+std::vector<IterationRecord> top_of_template(ExperimentDb& db, const std::string& suite, const std::string& t,
+                                             std::size_t n) {
   static const std::regex name("[A-Za-z_][A-Za-z0-9_]*");
   if (!std::regex_match(t, name) || !std::regex_match(suite, std::regex("[A-Za-z0-9_.-]+")))
-    throw std::invalid_argument(fmt::format("best_of_template: '{}' on '{}' is not a template and suite name", t, suite));
+    throw std::invalid_argument(fmt::format("top_of_template: '{}' on '{}' is not a template and suite name", t, suite));
   const SqlResult r = db.sql_readonly(fmt::format(
-      "SELECT id FROM iterations WHERE template = '{}' AND suite = '{}' AND status IN ('keep', 'discard') AND "
-      "geomean_ms IS NOT NULL ORDER BY geomean_ms, id LIMIT 1", t, suite));
-  if (r.rows.empty() || !r.rows[0][0]) return std::nullopt;
-  return db.iteration(std::stoll(*r.rows[0][0]));
+      "SELECT id FROM (SELECT id, geomean_ms, ROW_NUMBER() OVER (PARTITION BY params_json ORDER BY geomean_ms, id) AS k "
+      "FROM iterations WHERE template = '{}' AND suite = '{}' AND status IN ('keep', 'discard') AND geomean_ms IS NOT "
+      "NULL) WHERE k = 1 ORDER BY geomean_ms, id LIMIT {}", t, suite, n));
+  std::vector<IterationRecord> out;
+  for (const auto& row : r.rows)
+    if (row[0])
+      if (auto it = db.iteration(std::stoll(*row[0]))) out.push_back(std::move(*it));
+  return out;
+}
+
+std::optional<IterationRecord> best_of_template(ExperimentDb& db, const std::string& suite, const std::string& t) {
+  auto top = top_of_template(db, suite, t, 1);
+  if (top.empty()) return std::nullopt;
+  return std::move(top.front());
 }
 
 ParentTemplate load_parent_template(ExperimentDb& db, const std::string& suite, const std::string& root,

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "db/store.hpp"
 #include "tuner/idea_parent.hpp"
@@ -26,8 +27,13 @@ struct ParentTemplate {
 /// the template it is landed in. Templates that do not load are skipped.
 std::map<std::string, std::string> landed_in_templates(const std::string& templates_dir);
 
-/// The best whole-suite (keep or discard with a geomean) iteration of `template_name` on `suite`; none without one.
-/// Throws std::invalid_argument for a template name that is not an identifier.
+/// The best whole-suite (keep or discard with a geomean) iterations of `template_name` on `suite`, one per config
+/// (its fastest), fastest first, at most `n`. Throws std::invalid_argument for a template name that is not an
+/// identifier.
+std::vector<IterationRecord> top_of_template(ExperimentDb& db, const std::string& suite, const std::string& template_name,
+                                             std::size_t n);
+
+/// The first of top_of_template; none without one.
 std::optional<IterationRecord> best_of_template(ExperimentDb& db, const std::string& suite, const std::string& template_name);
 
 /// The parent of the next idea written against repository template `root` on `suite` (idea_parent over the ideas

@@ -2,6 +2,7 @@
 // applies a queued idea to it and judges the idea against it), `idea context` (whose template/ is it) and `idea
 // check --db` (which checks against it). Pure: the callers read the DB and the templates.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -29,6 +30,10 @@ struct LandedIdea {
 /// The "landed" list of `space`'s JSON file ([{"idea_hash", "template", "idea", "file", "suite"}]); empty when it has
 /// none. Throws std::invalid_argument naming the file for an element without an idea_hash or template.
 std::vector<LandedIdea> landed_ideas(const TemplateSpace& space);
+
+/// How many of the parent's best configs the daemon tunes an idea from first, after the parent's champion
+/// (`attn-tuner run --idea-top`'s default); the kit's parent.json lists as many.
+inline constexpr std::size_t kIdeaTopConfigs = 4;
 
 /// What the rule knows of a template: whether the caller can build it (the daemon: it is in the search; a DB
 /// reader: a repository template, or a proposal row with its files) and its parameter names.

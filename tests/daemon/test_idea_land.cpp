@@ -14,6 +14,7 @@
 #include "proposer/idea_context.hpp"
 #include "proposer/idea_land.hpp"
 #include "proposer/parent_template.hpp"
+#include "proposer/sass_profile.hpp"
 #include "tests/test_support.hpp"
 #include "proposer/idea_apply.hpp"
 #include "proposer/idea_check.hpp"
@@ -148,19 +149,22 @@ TEST(IdeaLand, ALineageThatDoesNotApplyToTheCurrentSourceIsRefusedAndNothingIsWr
             read_text_file(std::string(ATTN_SOURCE_DIR) + "/tests/docs/fixture_templates/fake_healthy.json"));
 }
 
+/// The fixture's quick kit (`idea context` from the DB at `db_path`, the fake templates) in a fresh folder.
+std::string fixture_kit(const std::string& db_path) {
+  const std::string kit = test::temp_dir("attn-idea-land-kit") + "/kit";
+  auto db = ExperimentDb::open(db_path, ExperimentDb::Mode::read_only);
+  IdeaContextRequest req;
+  req.suite = "quick";
+  req.templates_dir = fake_templates();
+  req.cache_dir = test::temp_dir("attn-idea-land-kit-cache");
+  write_idea_context(kit, db, req);
+  return kit;
+}
+
 TEST(IdeaLand, TheCheckFromAKitSaysWhatTheDaemonWouldSkip) {
   // The fixture's quick kit: its parent is the win fake_healthy_p1; the win itself, sent again unchanged, was judged
   // on fake_healthy and has no Retry: the daemon skips it, and so does the check (exit 10).
-  const std::string db_path = fixture_db(), templates = fake_templates();
-  const std::string kit = test::temp_dir("attn-idea-land-kit") + "/kit";
-  {
-    auto db = ExperimentDb::open(db_path, ExperimentDb::Mode::read_only);
-    IdeaContextRequest req;
-    req.suite = "quick";
-    req.templates_dir = templates;
-    req.cache_dir = test::temp_dir("attn-idea-land-kit-cache");
-    write_idea_context(kit, db, req);
-  }
+  const std::string kit = fixture_kit(fixture_db());
   const auto parent = nlohmann::json::parse(read_text_file(kit + "/parent.json"));
   EXPECT_EQ(parent.at("template"), "fake_healthy_p1");
   EXPECT_EQ(parent.at("config").at("FAST"), 1);
@@ -178,6 +182,80 @@ TEST(IdeaLand, TheCheckFromAKitSaysWhatTheDaemonWouldSkip) {
   EXPECT_EQ(r.text.find("already_judged"), std::string::npos) << r.text;
   EXPECT_NE(r.text.find("FAIL does_not_apply: patch:"), std::string::npos) << r.text;
   EXPECT_NE(r.text.find("previously applied"), std::string::npos) << r.text;
+}
+
+/// How often `needle` occurs in the files under `dir`, all together.
+std::size_t occurrences_in(const std::string& dir, const std::string& needle) {
+  std::size_t n = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (!e.is_regular_file()) continue;
+    const std::string text = read_text_file(e.path().string());
+    for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  }
+  return n;
+}
+
+TEST(IdeaLand, AKitCopiedElsewhereSaysWhatItLacksAndWhereToGetIt) {
+  // The fixture's quick kit, written into one folder and read from another (the authors got it copied).
+  const std::string db_path = fixture_db(), first = fixture_kit(db_path);
+  const std::string kit = test::temp_dir("attn-idea-land-copied") + "/kit";
+  fs::rename(first, kit);
+  EXPECT_EQ(occurrences_in(kit, first), 0u) << "no file names the folder the kit was written to";
+  // The trace commands once, in PROFILE.md, with the templates relative to the kit's root, which they still name.
+  const std::string profile = read_text_file(kit + "/profile/PROFILE.md");
+  EXPECT_EQ(occurrences_in(kit, "`attn-tuner trace` (on a GPU)"), 1u) << profile;
+  EXPECT_FALSE(fs::exists(kit + "/profile/trace")) << "no traces given: no trace folder";
+  EXPECT_NE(profile.find("attn-tuner trace --templates template --template fake_healthy --config"), std::string::npos)
+      << profile;
+  EXPECT_NE(profile.find("relative to it, so they hold wherever the kit was copied"), std::string::npos);
+  EXPECT_NO_THROW(TemplateSpace::load_named(kit + "/template", "fake_healthy"));
+  // What it lacks, at its top, and the command that writes it whole on a GPU machine.
+  const auto missing = profile.find("## Missing here"), resources = profile.find("## Resources");
+  ASSERT_NE(missing, std::string::npos) << profile;
+  EXPECT_LT(missing, resources);
+  EXPECT_NE(profile.find("- the trace (cycles per kv tile and per role): the DB holds no trace"), std::string::npos);
+  EXPECT_NE(profile.find("attn-tuner idea context --db " + db_path + " --suite quick --out NEW_KIT --trace traces"),
+            std::string::npos) << profile;
+  const bool no_disassembler = !find_disassembler();
+  EXPECT_EQ(profile.find("no disassembler (cuobjdump or nvdisasm of the CUDA toolkit) on the machine that wrote this "
+                         "kit: it was written without the GPU machine's toolkit") != std::string::npos,
+            no_disassembler) << profile;
+  EXPECT_EQ(fs::exists(kit + "/profile/sass_mix.tsv"), !no_disassembler);
+  // The ABI the host honours, which IDEA.md names.
+  EXPECT_EQ(read_text_file(kit + "/template/ABI.md"), read_text_file(std::string(ATTN_TEMPLATES_DIR) + "/ABI.md"));
+  const std::string idea_md = read_text_file(kit + "/IDEA.md");
+  EXPECT_NE(idea_md.find("- `template/ABI.md`: the kernel ABI the host honours"), std::string::npos);
+  // parent.json: the parent's best configs, one row a config, fastest first, the first its best config.
+  const auto parent = nlohmann::json::parse(read_text_file(kit + "/parent.json"));
+  const auto& top = parent.at("top");
+  ASSERT_GE(top.size(), 2u) << parent.dump(2);
+  EXPECT_LE(top.size(), kIdeaTopConfigs);
+  EXPECT_EQ(top[0].at("iteration"), parent.at("iteration"));
+  EXPECT_EQ(top[0].at("config"), parent.at("config"));
+  for (std::size_t i = 1; i < top.size(); ++i) {
+    EXPECT_LE(top[i - 1].at("geomean_ms").get<double>(), top[i].at("geomean_ms").get<double>());
+    EXPECT_NE(top[i - 1].at("config"), top[i].at("config"));
+  }
+}
+
+TEST(IdeaLand, TheKitsIdeaMdAnswersWhatTheAuthorsAsked) {
+  const std::string kit = fixture_kit(fixture_db());
+  const std::string md = read_text_file(kit + "/IDEA.md");
+  // Serialisation: the window is issue to retire, every code the check knows is listed, with the check's causes.
+  EXPECT_NE(md.find("between the issue of a wgmma and the `wgmma.wait_group` that retires it"), std::string::npos) << md;
+  EXPECT_NE(md.find("(wgmma serialised: C7520, C7515, C7510, C7511 / C7512)"), std::string::npos);
+  for (const auto& p : serialisation_patterns())
+    EXPECT_NE(md.find(fmt::format("  - {} \"{}\": {};", p.codes, p.message, p.cause)), std::string::npos) << p.codes;
+  // A partial --config is completed from the JSON default; the parent's best is the check without --config.
+  EXPECT_NE(md.find("the values it does not name come from the parent's\nJSON default (`default` in "
+                    "`template/fake_healthy.json`), not from `parent.json`'s best config"), std::string::npos) << md;
+  // The line that proves the default unchanged, the compile cache, and no constraint from an idea.
+  EXPECT_NE(md.find("`default config: cubin\nbyte-identical to the parent's (<hash>)` is the proof that your default is "
+                    "unchanged"), std::string::npos);
+  EXPECT_NE(md.find("--cache CACHE"), std::string::npos);
+  EXPECT_NE(md.find("repeated check took 15-55 s"), std::string::npos);
+  EXPECT_NE(md.find("an idea cannot add a constraint to the space"), std::string::npos);
+  EXPECT_NE(md.find("`#error \"MY_AXIS needs BLOCK_N 128\"`"), std::string::npos);
 }
 
 /// The research DB of runs 1-11 (125 MB unpacked), once for the file.
@@ -292,6 +370,15 @@ TEST(IdeaLand, TheKitOfTheResearchDbIsWrittenAgainstTheLandedTemplate) {
   EXPECT_EQ(parent.at("measured"), "fa4_g4");
   EXPECT_EQ(parent.at("wins"), nlohmann::json::array());
   EXPECT_FALSE(parent.at("config").contains("SCHED_EARLY"));
+  // Its top configs on full, the ones the daemon tunes an idea from first: fa4_g4's best, fastest first.
+  const auto& top = parent.at("top");
+  ASSERT_EQ(top.size(), kIdeaTopConfigs) << parent.dump(2);
+  EXPECT_EQ(top[0].at("iteration"), parent.at("iteration"));
+  EXPECT_EQ(top[0].at("config"), parent.at("config"));
+  for (std::size_t i = 1; i < top.size(); ++i) {
+    EXPECT_LE(top[i - 1].at("geomean_ms").get<double>(), top[i].at("geomean_ms").get<double>());
+    EXPECT_NE(top[i - 1].at("config"), top[i].at("config"));
+  }
   // ideas_tried.tsv names each idea's suite and hash (what `idea check --kit` reads for already_judged).
   const std::string tried = read_text_file(kit + "/ideas_tried.tsv");
   EXPECT_NE(tried.find("\tfull\t4af37e28fcb05e3219eeb5a5cd4758d1\n"), std::string::npos);
