@@ -379,6 +379,11 @@ TEST(IdeaLand, TheKitOfTheResearchDbIsWrittenAgainstTheLandedTemplate) {
     EXPECT_LE(top[i - 1].at("geomean_ms").get<double>(), top[i].at("geomean_ms").get<double>());
     EXPECT_NE(top[i - 1].at("config"), top[i].at("config"));
   }
+  // What an author could not see from parent.json alone: the schedule differs among them (SCHEDULE 3 first, the
+  // template's default with SCHEDULE 2, iter 102801, third).
+  EXPECT_EQ(top[0].at("config").at("SCHEDULE"), 3);
+  EXPECT_EQ(top[2].at("iteration"), 102801);
+  EXPECT_EQ(top[2].at("config").at("SCHEDULE"), 2);
   // ideas_tried.tsv names each idea's suite and hash (what `idea check --kit` reads for already_judged).
   const std::string tried = read_text_file(kit + "/ideas_tried.tsv");
   EXPECT_NE(tried.find("\tfull\t4af37e28fcb05e3219eeb5a5cd4758d1\n"), std::string::npos);
