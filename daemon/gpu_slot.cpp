@@ -107,11 +107,11 @@ std::shared_ptr<SentScreen> GpuSlot::send_screen(const EvalRequest& req) {
   auto s = std::make_shared<SentScreen>();
   s->cases_gen = cases_gen_;
   s->sent = Clock::now();
-  if (const ReplyStatus st = worker_->send_eval(req); !st.ok()) {  // a pipe write
+  if (const ReplyStatus st = worker_->send_eval(req); !st.ok()) {  // a pipe write to a worker that ended
     EvalResponse r;
     r.status = st;
     s->reply = std::move(r);
-    answered(st);
+    s->unsent = true;  // no restart here: the answer in flight before it (or screen()'s retry) restarts the worker
   } else {
     unanswered_.push_back(s);
   }
@@ -136,7 +136,12 @@ void GpuSlot::drain() {
 
 EvalResponse GpuSlot::screen(InFlight& job, const EvalRequest& req, const std::function<void()>& send_next) {
   std::int64_t gen = cases_gen_;  // the cases its worker holds now (ensure_cases ran)
-  for (;;) {
+  for (int unsent = 0;;) {
+    if (job.sent && job.sent->unsent) {  // the worker had ended when it was written: a fresh one, then again
+      if (++unsent > kUnsentRetries) return *job.sent->reply;
+      answered(job.sent->reply->status);
+      job.sent.reset();
+    }
     const bool answered_now = job.sent && job.sent->reply && job.sent->cases_gen == gen;
     const bool waiting = job.sent && !job.sent->reply &&
                          std::find(unanswered_.begin(), unanswered_.end(), job.sent) != unanswered_.end();

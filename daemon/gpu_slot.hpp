@@ -79,8 +79,10 @@ class GpuSlot {
   EvalResponse eval(const EvalRequest& req);
   /// `job`'s screen `req`: the answer to its request sent ahead when that was made against the cases the worker holds
   /// now, else written now; while it is on the way, `send_next()` may write the next config's screen (the send
-  /// ahead). An answer that ended the worker has restarted it.
+  /// ahead). An answer that ended the worker has restarted it. A screen that could not be written (the worker had
+  /// ended) is written again to a fresh worker, up to kUnsentRetries times; then its worker_died is the answer.
   EvalResponse screen(InFlight& job, const EvalRequest& req, const std::function<void()>& send_next);
+  static constexpr int kUnsentRetries = 3;
   /// Writes `req` to the worker without waiting; a write that fails is the reply (worker_died, the worker restarted).
   std::shared_ptr<SentScreen> send_screen(const EvalRequest& req);
   /// The job whose screen was sent ahead: this slot's next job (busy from then on: its scheduler counts it).

@@ -24,6 +24,9 @@ struct SentScreen {
   std::int64_t cases_gen = 0;         ///< the generation of the cases its worker held when it was sent (CaseSet::gen)
   Clock::time_point sent;             ///< when it was written (its busy time starts then, or at the answer before it)
   std::optional<EvalResponse> reply;  ///< its answer, once read
+  /// It never reached the worker: the write met a worker that had ended (reply says so). Not this config's outcome:
+  /// the config before it ended the worker, and that config's answer says so.
+  bool unsent = false;
 };
 
 /// One config compiling ahead (or compiled, waiting for a GPU), a patched sibling whose cubin is ready, or a spare

@@ -133,6 +133,9 @@ void WorkerClient::reap(std::chrono::milliseconds grace) {
   }
   last_exit_ = r == proc_->pid ? describe_wait_status(st) : "was already reaped";
   ::kill(-proc_->pid, SIGKILL);  // leftovers of the group (children of a shell), if any
+  // Nothing more is written to it: a request left in the stream's buffer (a write that met EPIPE) would be flushed,
+  // and throw, when the stream is destroyed.
+  proc_->in.pipe().close();
   dead_ = true;
   proc_->pid = 0;
 }
@@ -169,9 +172,24 @@ ReplyStatus WorkerClient::send(const json& req) {
   if (dead_) return died(fmt::format("worker is not running ({}); call restart()", last_exit_));
   if (!proc_)
     if (ReplyStatus s = start(); !s.ok()) return s;
-  proc_->in << req.dump(-1, ' ', false, json::error_handler_t::replace) << '\n';
-  proc_->in.flush();
-  pending_.push_back(req.value("cmd", "?"));
+  const std::string cmd = req.value("cmd", "?");
+  std::string why = "its stdin is closed";
+  bool written = false;
+  try {
+    proc_->in << req.dump(-1, ' ', false, json::error_handler_t::replace) << '\n';
+    proc_->in.flush();
+    written = static_cast<bool>(proc_->in);
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  if (!written) {  // EPIPE, which the stream keeps as badbit or passes on as process_error: the worker ended
+    // Our end of its stdin closed (what is buffered is dropped, never flushed again when the stream is destroyed),
+    // not reaped: the answers it wrote before it ended are still read by receive(), each for its own request.
+    proc_->in.pipe().close();
+    proc_->in.clear();
+    return died(fmt::format("worker ended before the request '{}' could be sent ({})", cmd, why));
+  }
+  pending_.push_back(cmd);
   return {};
 }
 

@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <thread>
 
 #include "gpu/worker_client.hpp"
 #include "tests/test_support.hpp"
@@ -102,6 +103,27 @@ TEST(WorkerClient, EarlyExitIsWorkerDied) {
   EXPECT_NE(r.status.message.find("exited with code 7"), std::string::npos) << r.status.message;
   EXPECT_NE(r.status.message.find("prepare"), std::string::npos) << r.status.message;
   EXPECT_FALSE(c.alive());
+}
+
+// A worker that answers, then ends before the next request is written (a screen sent ahead, seen under
+// ThreadSanitizer): the write meets a closed pipe, which Boost.Process throws as process_error ("Broken pipe") or the
+// stream keeps as badbit. That request is worker_died, unsent; the answer written before the end is still read, for
+// its own request; and nothing throws later (the stream's destructor would flush what the failed write left).
+TEST(WorkerClient, AWriteToAWorkerThatEndedIsWorkerDiedAndItsLastAnswerStillCounts) {
+  WorkerClient c(fake(R"(read line; echo '{"status":"ok","message":"last"}'; exit 3)"));
+  ASSERT_TRUE(c.send(json{{"cmd", "eval"}}).ok());
+  std::this_thread::sleep_for(300ms);  // it has answered and exited: nobody reads its stdin
+  ReplyStatus s;
+  EXPECT_NO_THROW(s = c.send(json{{"cmd", "eval"}, {"pad", std::string(1 << 17, 'x')}}));  // more than a pipe holds
+  EXPECT_EQ(s.failure, FailureKind::worker_died) << s.message;
+  EXPECT_NE(s.message.find("before the request 'eval' could be sent"), std::string::npos) << s.message;
+  EXPECT_EQ(c.pending(), 1u);  // the first request only
+  EXPECT_EQ(c.receive(5s).status.message, "last");
+  EXPECT_EQ(c.send(json{{"cmd", "eval"}}).failure, FailureKind::worker_died);  // still no worker to write to
+  c.restart();
+  EXPECT_EQ(c.pending(), 0u);
+  WorkerClient good(fake(kEcho));
+  EXPECT_TRUE(good.request(json{{"cmd", "hello"}}, 5s).status.ok());
 }
 
 TEST(WorkerClient, GarbageIsAClearError) {
