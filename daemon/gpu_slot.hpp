@@ -83,7 +83,8 @@ class GpuSlot {
   /// ended) is written again to a fresh worker, up to kUnsentRetries times; then its worker_died is the answer.
   EvalResponse screen(InFlight& job, const EvalRequest& req, const std::function<void()>& send_next);
   static constexpr int kUnsentRetries = 3;
-  /// Writes `req` to the worker without waiting; a write that fails is the reply (worker_died, the worker restarted).
+  /// Writes `req` to the worker without waiting; a write that fails (the worker had ended) is the reply, worker_died
+  /// with SentScreen::unsent, and restarts nothing: the answer in flight before it, or screen()'s retry, does.
   std::shared_ptr<SentScreen> send_screen(const EvalRequest& req);
   /// The job whose screen was sent ahead: this slot's next job (busy from then on: its scheduler counts it).
   void set_ahead(InFlight job);

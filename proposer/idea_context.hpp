@@ -33,6 +33,10 @@ namespace attn {
 /// check`'s exit codes filled in from their definitions.
 std::string idea_md(const TemplateSpace& parent, const std::vector<std::string>& headers, const std::string& template_dir);
 
+/// `attn-tuner idea context` for the DB at `db_path` and `suite`, into a new folder NEW_KIT. The kit passes the DB's
+/// absolute path: its command is read on another machine or in a copied kit.
+std::string idea_context_command(const std::string& db_path, const std::string& suite);
+
 /// What the profile is made of.
 struct ProfileInput {
   std::string template_name, params;
@@ -43,11 +47,8 @@ struct ProfileInput {
   std::string trace_dir;                   ///< `attn-tuner trace` outputs (*.txt) to copy; "" none
   std::string templates_arg;               ///< the --templates folder the trace commands name, relative to the kit's root
   /// the command that writes the kit again (PROFILE.md's "Missing here": on a GPU machine it fills in the SASS mix)
-  std::string context_command = "attn-tuner idea context --db DB --suite SUITE --out NEW_KIT";
+  std::string context_command = idea_context_command("DB", "SUITE");
 };
-
-/// `attn-tuner idea context` for the DB at `db_path` and `suite`, into a new folder NEW_KIT.
-std::string idea_context_command(const std::string& db_path, const std::string& suite);
 
 /// Writes profile/ into `dir` (PROFILE.md, compile.log, sass.txt and sass_mix.tsv when a disassembler and a
 /// cubin are there, trace/ when traces are given). Returns PROFILE.md's text. Never throws for a missing tool,
