@@ -8,6 +8,7 @@ namespace attn::tuning {
 DbWriter::DbWriter(const std::string& db_path, const std::string& tsv_path, bool sync_full)
     : db_(ExperimentDb::open(db_path)),
       tsv_(tsv_path, [this] { return db_.iterations(); },  // rebuilt from the DB when needed (called with mu_ held)
+           [this](std::optional<std::int64_t> after) { return db_.finished_after(after); },
            [this] {
              const auto [finished, last] = db_.finished_tail();
              return ItersTsvWriter::Tail{finished, last ? db_.iteration(*last) : std::nullopt};
@@ -18,15 +19,17 @@ DbWriter::DbWriter(const std::string& db_path, const std::string& tsv_path, bool
 void DbWriter::finish_iteration(IterationRecord& it) {
   std::lock_guard lock(mu_);
   db_.finish_iteration(it);
-  std::string note;
-  if (tsv_.write(*db_.iteration(it.iter), note) != ItersTsvWriter::Outcome::appended) spdlog::warn("{}", note);
+  write_ready_locked();
 }
 
-void DbWriter::tsv_line(std::int64_t iter) {
+void DbWriter::log_ready() {
   std::lock_guard lock(mu_);
+  write_ready_locked();
+}
+
+void DbWriter::write_ready_locked() {
   std::string note;
-  if (const auto it = db_.iteration(iter); it && tsv_.write(*it, note) != ItersTsvWriter::Outcome::appended)
-    spdlog::warn("{}", note);
+  if (tsv_.write_ready(note) != ItersTsvWriter::Outcome::appended) spdlog::warn("{}", note);
 }
 
 void DbWriter::rebuild_tsv_unless_current() {

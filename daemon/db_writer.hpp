@@ -24,11 +24,13 @@ class DbWriter {
     std::lock_guard lock(mu_);
     return std::forward<F>(f)(db_);
   }
-  /// A finished iteration: its row (one transaction), then its line of iters.tsv (the file rebuilt from the DB when
-  /// it is not as this writer left it; a failed write is a warning, the next one rebuilds).
+  /// A finished iteration: its row (one transaction), then the lines of iters.tsv it makes ready, in iter order (its
+  /// own once every earlier iteration has finished, and any later ones held back for it: ItersTsvWriter::write_ready;
+  /// the file rebuilt from the DB when it is not as this writer left it; a failed write is a warning, the next one
+  /// rebuilds).
   void finish_iteration(IterationRecord& it);
-  /// The line of iteration `iter`, recorded by another connection (a proposer's crash iteration), into iters.tsv.
-  void tsv_line(std::int64_t iter);
+  /// The lines of iters.tsv made ready by an iteration another connection finished (a proposer's crash iteration).
+  void log_ready();
   /// iters.tsv kept when it is in step with the DB, else rebuilt (the start of a run). Throws when it cannot be written.
   void rebuild_tsv_unless_current();
   const std::string& tsv_path() const { return tsv_.path(); }
@@ -37,6 +39,7 @@ class DbWriter {
   std::mutex mu_;
   ExperimentDb db_;
   ItersTsvWriter tsv_;
+  void write_ready_locked();
 };
 
 }  // namespace attn::tuning

@@ -77,7 +77,7 @@ void ProposerCalls::collect(bool wait) {
     }
     ProposalRoundResult& r = *ended.result;
     if (r.crash_iter) {
-      env_.db.tsv_line(*r.crash_iter);
+      env_.db.log_ready();
       env_.scheduler.count_outside();
     }
     proposed_at_ = env_.scheduler.iterations();  // its own crash iteration does not count towards the next call

@@ -77,8 +77,9 @@ std::string render_all(const std::vector<IterationRecord>& rows) {
   return out;
 }
 
-void append_row(const std::string& path, const IterationRecord& it) {
-  std::string line = render_row(it) + '\n';
+void append_rows(const std::string& path, const std::vector<IterationRecord>& rows) {
+  std::string line;
+  for (const auto& it : rows) line += render_row(it) + '\n';
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) fail_errno(path, "open for appending");
   struct Closer {

@@ -30,10 +30,10 @@ std::string render_row(const IterationRecord& it);
 /// Header and one line per finished row in the given order (running rows are skipped), each ending
 /// in '\n'.
 std::string render_all(const std::vector<IterationRecord>& rows);
-/// Appends render_row(it) + '\n' to `path` in one write, first writing the header when the file is
-/// missing or empty. Throws std::runtime_error naming the file when it cannot be written or does not
+/// Appends render_row(it) + '\n' of every row, in the given order, to `path` in one write, first writing the header
+/// when the file is missing or empty. Throws std::runtime_error naming the file when it cannot be written or does not
 /// start with the header.
-void append_row(const std::string& path, const IterationRecord& it);
+void append_rows(const std::string& path, const std::vector<IterationRecord>& rows);
 /// Replaces `path` with render_all(rows) atomically: writes `path`.tmp-<pid>, fsyncs, renames.
 void write_all(const std::string& path, const std::vector<IterationRecord>& rows);
 /// Whether the file at `path` looks like the rendering of a DB with `finished` finished iterations whose last

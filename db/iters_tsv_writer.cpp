@@ -1,5 +1,6 @@
 #include "db/iters_tsv_writer.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <system_error>
 
@@ -10,8 +11,8 @@
 
 namespace attn {
 
-ItersTsvWriter::ItersTsvWriter(std::string path, AllRows all_rows, TailOf tail)
-    : path_(std::move(path)), all_rows_(std::move(all_rows)), tail_(std::move(tail)) {}
+ItersTsvWriter::ItersTsvWriter(std::string path, AllRows all_rows, RowsAfter rows_after, TailOf tail)
+    : path_(std::move(path)), all_rows_(std::move(all_rows)), rows_after_(std::move(rows_after)), tail_(std::move(tail)) {}
 
 void ItersTsvWriter::remember_size() {
   std::error_code ec;
@@ -21,7 +22,11 @@ void ItersTsvWriter::remember_size() {
 
 void ItersTsvWriter::rebuild() {
   expected_size_.reset();
-  const std::vector<IterationRecord> rows = all_rows_();
+  std::vector<IterationRecord> rows = all_rows_();
+  const auto running = std::find_if(rows.begin(), rows.end(), [](const IterationRecord& it) {
+    return it.status == IterationStatus::running;
+  });
+  rows.erase(running, rows.end());  // iter order: the rows after a running one wait for it
   if (!written_) {  // not written by this writer yet: whose log is it (db/iters_tsv_owner.hpp)?
     std::string first;  // the DB's first finished iteration's line
     for (const auto& it : rows)
@@ -33,6 +38,7 @@ void ItersTsvWriter::rebuild() {
   }
   write_all(path_, rows);
   written_ = true;
+  last_written_ = rows.empty() ? std::nullopt : std::optional(rows.back().iter);
   remember_size();
 }
 
@@ -41,6 +47,7 @@ bool ItersTsvWriter::rebuild_unless_current() {
     const Tail t = tail_();
     if (tsv_matches(path_, t.finished, t.last ? render_row(*t.last) : std::string())) {
       written_ = true;  // the DB's rendering as it is: this DB's log
+      last_written_ = t.last ? std::optional(t.last->iter) : std::nullopt;
       remember_size();
       return false;
     }
@@ -49,7 +56,7 @@ bool ItersTsvWriter::rebuild_unless_current() {
   return true;
 }
 
-ItersTsvWriter::Outcome ItersTsvWriter::write(const IterationRecord& it, std::string& message) {
+ItersTsvWriter::Outcome ItersTsvWriter::write_ready(std::string& message) {
   message.clear();
   try {
     std::error_code ec;
@@ -60,8 +67,11 @@ ItersTsvWriter::Outcome ItersTsvWriter::write(const IterationRecord& it, std::st
     else if (size != *expected_size_)
       why = fmt::format("it had changed ({} bytes, {} expected)", size, *expected_size_);
     if (why.empty()) {
+      const std::vector<IterationRecord> rows = rows_after_(last_written_);
+      if (rows.empty()) return Outcome::appended;  // an earlier iteration still runs
       expected_size_.reset();  // until the append is known to be complete
-      append_row(path_, it);
+      append_rows(path_, rows);
+      last_written_ = rows.back().iter;
       remember_size();
       last_failed_ = false;
       return Outcome::appended;

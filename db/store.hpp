@@ -210,6 +210,9 @@ class ExperimentDb {
   /// history needs (a resume): a few columns and the config as stored, without rendering it (a night's million
   /// rows read in a few seconds, where iterations() takes ten times as long).
   SearchHistory search_history(const std::string& suite);
+  /// The finished iterations after iter `after` (every one when none), in iter order, up to the first one still
+  /// running, without their case results: what iters.tsv can append and stay in iter order (ItersTsvWriter).
+  std::vector<IterationRecord> finished_after(std::optional<std::int64_t> after);
   /// The number of finished iterations (every status but running) of every suite and the last one's iter
   /// (none without any): what the end of iters.tsv must be (ItersTsvWriter::rebuild_unless_current).
   std::pair<std::size_t, std::optional<std::int64_t>> finished_tail();

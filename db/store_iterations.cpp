@@ -301,6 +301,18 @@ std::pair<std::size_t, std::optional<std::int64_t>> ExperimentDb::finished_tail(
   return {static_cast<std::size_t>(st.column_int64(0)), st.column_opt_int64(1)};
 }
 
+std::vector<IterationRecord> ExperimentDb::finished_after(std::optional<std::int64_t> after) {
+  // Both scans run on the id (the rowid) from `after`: the few rows a run finished since its last line.
+  auto st = conn_.prepare(fmt::format(
+      "SELECT {} FROM {} WHERE i.id > ?1 AND i.id < coalesce((SELECT min(id) FROM iteration_rows WHERE id > ?1 AND "
+      "status = 'running'), 9223372036854775807) ORDER BY i.id",
+      rows::kIterationColumns, rows::kIterationFrom));
+  st.bind(1, after.value_or(0));
+  std::vector<IterationRecord> out;
+  while (st.step()) out.push_back(rows::read_iteration(st));
+  return out;
+}
+
 std::optional<std::int64_t> ExperimentDb::first_finished() {
   auto st = conn_.prepare("SELECT id FROM iteration_rows WHERE status != 'running' ORDER BY id LIMIT 1");
   if (!st.step()) return std::nullopt;

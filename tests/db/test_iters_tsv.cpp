@@ -112,7 +112,7 @@ TEST(ItersTsv, AppendAndWriteAllGiveTheSameFileFromTheDb) {
       iter = test::add_scored_iteration(db, run, v, vid, scale, i % 2 ? IterationStatus::discard : IterationStatus::keep,
                                         "step " + std::to_string(i));
     }
-    append_row(appended, *db.iteration(iter));
+    append_rows(appended, {*db.iteration(iter)});
   }
   // A running iteration is in the DB but not in the file.
   IterationRecord open_it;
@@ -145,7 +145,7 @@ TEST(ItersTsv, WriteAllReplacesAtomicallyAndAppendChecksTheHeader) {
   std::ofstream(path) << "stale content\n";
   IterationRecord k = row(1, IterationStatus::keep);
   k.geomean_ms = 0.5;
-  EXPECT_THROW(append_row(path, k), std::runtime_error);  // not an iters.tsv: untouched
+  EXPECT_THROW(append_rows(path, {k}), std::runtime_error);  // not an iters.tsv: untouched
   EXPECT_EQ(slurp(path), "stale content\n");
 
   write_all(path, {k});
@@ -163,34 +163,118 @@ TEST(ItersTsv, WriteAllReplacesAtomicallyAndAppendChecksTheHeader) {
 /// A stand-in for the DB: the rows "committed" so far.
 struct Rows {
   std::vector<IterationRecord> rows;
-  IterationRecord& add() { return rows.emplace_back(row(std::int64_t(rows.size()) + 1, IterationStatus::discard)); }
+  IterationRecord& add(IterationStatus status = IterationStatus::discard) {
+    return rows.emplace_back(row(std::int64_t(rows.size()) + 1, status));
+  }
+  /// As ExperimentDb::finished_after: the finished rows after `after`, up to the first running one.
+  ItersTsvWriter::RowsAfter after() {
+    return [this](std::optional<std::int64_t> after) {
+      std::vector<IterationRecord> out;
+      for (const auto& it : rows) {
+        if (after && it.iter <= *after) continue;
+        if (it.status == IterationStatus::running) break;
+        out.push_back(it);
+      }
+      return out;
+    };
+  }
 };
+
+/// A new finished row committed to `db`, then `w`'s write.
+ItersTsvWriter::Outcome write_new(ItersTsvWriter& w, Rows& db, std::string& note) {
+  db.add();
+  return w.write_ready(note);
+}
 
 TEST(ItersTsvWriter, AppendsWhileTheFileIsItsOwnAndRebuildsWhenItIsNot) {
   const std::string dir = test::temp_dir("tsvw"), path = dir + "/iters.tsv";
   Rows db;
-  ItersTsvWriter w(path, [&] { return db.rows; });
+  ItersTsvWriter w(path, [&] { return db.rows; }, db.after());
   w.rebuild();
   EXPECT_EQ(slurp(path), render_all(db.rows));
   std::string note;
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(w.write(db.add(), note), ItersTsvWriter::Outcome::appended) << note;
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(write_new(w, db, note), ItersTsvWriter::Outcome::appended) << note;
   EXPECT_EQ(slurp(path), render_all(db.rows));
 
   fs::remove(path);  // deleted while the daemon runs
-  EXPECT_EQ(w.write(db.add(), note), ItersTsvWriter::Outcome::rebuilt);
+  EXPECT_EQ(write_new(w, db, note), ItersTsvWriter::Outcome::rebuilt);
   EXPECT_NE(note.find("it was missing"), std::string::npos) << note;
   EXPECT_EQ(slurp(path), render_all(db.rows));  // every earlier row is back, not only the new one
 
   fs::resize_file(path, 40);  // truncated in the middle of a line
-  EXPECT_EQ(w.write(db.add(), note), ItersTsvWriter::Outcome::rebuilt);
+  EXPECT_EQ(write_new(w, db, note), ItersTsvWriter::Outcome::rebuilt);
   EXPECT_NE(note.find("had changed"), std::string::npos) << note;
   EXPECT_EQ(slurp(path), render_all(db.rows));
 
   { std::ofstream(path, std::ios::app) << "a note someone typed\n"; }  // edited
-  EXPECT_EQ(w.write(db.add(), note), ItersTsvWriter::Outcome::rebuilt);
+  EXPECT_EQ(write_new(w, db, note), ItersTsvWriter::Outcome::rebuilt);
   EXPECT_EQ(slurp(path), render_all(db.rows));
-  EXPECT_EQ(w.write(db.add(), note), ItersTsvWriter::Outcome::appended);
+  EXPECT_EQ(write_new(w, db, note), ItersTsvWriter::Outcome::appended);
   EXPECT_EQ(slurp(path), render_all(db.rows));
+}
+
+// iters.tsv is in iter order (docs/db-schema.md): a row that finished before an earlier iteration (another GPU's, a
+// screen sent ahead, a proposer's crash row) waits for it, and comes right after it, once.
+TEST(ItersTsvWriter, ARowThatFinishedBeforeAnEarlierOneWaitsForIt) {
+  const std::string dir = test::temp_dir("tsvw-order"), path = dir + "/iters.tsv";
+  Rows db;
+  ItersTsvWriter w(path, [&] { return db.rows; }, db.after());
+  w.rebuild();
+  std::string note;
+  db.add();                          // 1 finished
+  db.add(IterationStatus::running);  // 2 still running
+  db.add();                          // 3 finished before 2
+  EXPECT_EQ(w.write_ready(note), ItersTsvWriter::Outcome::appended) << note;
+  EXPECT_EQ(slurp(path), render_all({db.rows[0]}));
+  {  // a rebuild while 2 runs (the file deleted) writes the same: the rows before the running one
+    ItersTsvWriter other(path, [&] { return db.rows; }, db.after());
+    other.rebuild();
+    EXPECT_EQ(slurp(path), render_all({db.rows[0]}));
+  }
+  db.add();  // 4 finished before 2
+  EXPECT_EQ(w.write_ready(note), ItersTsvWriter::Outcome::appended) << note;
+  EXPECT_EQ(slurp(path), render_all({db.rows[0]}));
+  db.rows[1].status = IterationStatus::crash;  // 2 ends: 2, 3 and 4 follow in order
+  EXPECT_EQ(w.write_ready(note), ItersTsvWriter::Outcome::appended) << note;
+  EXPECT_EQ(slurp(path), render_all(db.rows));
+  EXPECT_EQ(w.write_ready(note), ItersTsvWriter::Outcome::appended) << note;  // nothing new: nothing written twice
+  EXPECT_EQ(slurp(path), render_all(db.rows));
+  EXPECT_EQ(write_new(w, db, note), ItersTsvWriter::Outcome::appended) << note;
+  EXPECT_EQ(slurp(path), render_all(db.rows));
+}
+
+// The DB's side of it: ExperimentDb::finished_after stops at the first running iteration.
+TEST(ItersTsvWriter, TheDbGivesTheFinishedRowsUpToTheFirstRunningOne) {
+  auto dir = test::temp_dir("db-finished-after");
+  auto db = ExperimentDb::open(dir + "/attn-tuner.db");
+  const auto run = db.begin_run(test::sample_run("quick"));
+  std::vector<IterationRecord> its(4);
+  for (auto& it : its) {
+    it.run_id = run;
+    it.suite = "quick";
+    it.template_name = "fa2_mma";
+    it.params_json = R"({"BLOCK_N":64})";
+    it.iter = db.begin_iteration(it);
+    it.status = IterationStatus::crash;
+    it.failure_kind = FailureKind::fault;
+  }
+  auto iters = [](const std::vector<IterationRecord>& rows) {
+    std::vector<std::int64_t> out;
+    for (const auto& r : rows) out.push_back(r.iter);
+    return out;
+  };
+  using V = std::vector<std::int64_t>;
+  EXPECT_EQ(iters(db.finished_after(std::nullopt)), V{});
+  db.finish_iteration(its[1]);
+  db.finish_iteration(its[3]);
+  EXPECT_EQ(iters(db.finished_after(std::nullopt)), V{});  // the first one still runs
+  db.finish_iteration(its[0]);
+  EXPECT_EQ(iters(db.finished_after(std::nullopt)), (V{its[0].iter, its[1].iter}));  // the third one still runs
+  EXPECT_EQ(iters(db.finished_after(its[0].iter)), V{its[1].iter});
+  db.finish_iteration(its[2]);
+  EXPECT_EQ(iters(db.finished_after(its[1].iter)), (V{its[2].iter, its[3].iter}));
+  EXPECT_EQ(iters(db.finished_after(its[3].iter)), V{});
+  EXPECT_EQ(render_all(db.finished_after(std::nullopt)), render_all(db.iterations()));
 }
 
 // The start of a run: a file in step with the DB (header, one line per finished iteration, the last one's line)
@@ -202,7 +286,7 @@ TEST(ItersTsvWriter, AStartKeepsAFileInStepWithTheDbAndRebuildsAnyOther) {
   auto tail = [&] {
     return ItersTsvWriter::Tail{db.rows.size(), db.rows.empty() ? std::nullopt : std::optional(db.rows.back())};
   };
-  ItersTsvWriter w(path, [&] { return db.rows; }, tail);
+  ItersTsvWriter w(path, [&] { return db.rows; }, db.after(), tail);
   EXPECT_TRUE(w.rebuild_unless_current()) << "missing";
   EXPECT_EQ(slurp(path), render_all(db.rows));
   EXPECT_TRUE(tsv_matches(path, 5, render_row(db.rows.back())));
@@ -211,28 +295,28 @@ TEST(ItersTsvWriter, AStartKeepsAFileInStepWithTheDbAndRebuildsAnyOther) {
   EXPECT_FALSE(tsv_matches(dir + "/none.tsv", 0, ""));
   const auto written = fs::last_write_time(path);
   {
-    ItersTsvWriter again(path, [&] { return db.rows; }, tail);
+    ItersTsvWriter again(path, [&] { return db.rows; }, db.after(), tail);
     EXPECT_FALSE(again.rebuild_unless_current()) << "in step";
     EXPECT_EQ(fs::last_write_time(path), written);
     std::string note;
-    EXPECT_EQ(again.write(db.add(), note), ItersTsvWriter::Outcome::appended) << note;  // its size is known
+    EXPECT_EQ(write_new(again, db, note), ItersTsvWriter::Outcome::appended) << note;  // its size is known
     EXPECT_EQ(slurp(path), render_all(db.rows));
   }
   db.add();  // a row the file lacks (the daemon was killed between the commit and the append)
-  EXPECT_TRUE(ItersTsvWriter(path, [&] { return db.rows; }, tail).rebuild_unless_current());
+  EXPECT_TRUE(ItersTsvWriter(path, [&] { return db.rows; }, db.after(), tail).rebuild_unless_current());
   EXPECT_EQ(slurp(path), render_all(db.rows));
   db.rows.back().description = "changed";  // the last line differs
-  EXPECT_TRUE(ItersTsvWriter(path, [&] { return db.rows; }, tail).rebuild_unless_current());
+  EXPECT_TRUE(ItersTsvWriter(path, [&] { return db.rows; }, db.after(), tail).rebuild_unless_current());
   EXPECT_EQ(slurp(path), render_all(db.rows));
   { std::ofstream(path, std::ios::app) << "a note someone typed\n"; }  // a line too many
-  EXPECT_TRUE(ItersTsvWriter(path, [&] { return db.rows; }, tail).rebuild_unless_current());
+  EXPECT_TRUE(ItersTsvWriter(path, [&] { return db.rows; }, db.after(), tail).rebuild_unless_current());
   EXPECT_EQ(slurp(path), render_all(db.rows));
   // No tail to compare with: always rebuilt.
-  EXPECT_TRUE(ItersTsvWriter(path, [&] { return db.rows; }).rebuild_unless_current());
+  EXPECT_TRUE(ItersTsvWriter(path, [&] { return db.rows; }, db.after()).rebuild_unless_current());
   {  // a header cut short (only the header's start left): nothing logged, rebuilt
     std::ofstream(path, std::ios::trunc) << "iter\tgeomean";
   }
-  EXPECT_TRUE(ItersTsvWriter(path, [&] { return db.rows; }, tail).rebuild_unless_current());
+  EXPECT_TRUE(ItersTsvWriter(path, [&] { return db.rows; }, db.after(), tail).rebuild_unless_current());
   EXPECT_EQ(slurp(path), render_all(db.rows));
   {  // no header: not a log, never overwritten
     const std::string text = slurp(path);
@@ -240,18 +324,18 @@ TEST(ItersTsvWriter, AStartKeepsAFileInStepWithTheDbAndRebuildsAnyOther) {
   }
   const std::string not_a_log = slurp(path);
   try {
-    ItersTsvWriter(path, [&] { return db.rows; }, tail).rebuild_unless_current();
+    ItersTsvWriter(path, [&] { return db.rows; }, db.after(), tail).rebuild_unless_current();
     ADD_FAILURE() << "a file without the header was overwritten";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find(path + " is not an iters.tsv"), std::string::npos) << e.what();
   }
   EXPECT_EQ(slurp(path), not_a_log);
   fs::remove(path);
-  EXPECT_TRUE(ItersTsvWriter(path, [&] { return db.rows; }, tail).rebuild_unless_current());
+  EXPECT_TRUE(ItersTsvWriter(path, [&] { return db.rows; }, db.after(), tail).rebuild_unless_current());
   const std::string five = slurp(path);
   db.rows.clear();  // a new, empty DB given this log: it is another DB's, kept as it is
   try {
-    ItersTsvWriter(path, [&] { return db.rows; }, tail).rebuild_unless_current();
+    ItersTsvWriter(path, [&] { return db.rows; }, db.after(), tail).rebuild_unless_current();
     ADD_FAILURE() << "another DB's log was overwritten";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find(path + " is the log of another DB (it starts at iteration 1, and this DB has "
@@ -261,8 +345,8 @@ TEST(ItersTsvWriter, AStartKeepsAFileInStepWithTheDbAndRebuildsAnyOther) {
   }
   EXPECT_EQ(slurp(path), five);
   fs::remove(path);  // the empty DB's own log: the header alone
-  EXPECT_TRUE(ItersTsvWriter(path, [&] { return db.rows; }, tail).rebuild_unless_current());
-  EXPECT_FALSE(ItersTsvWriter(path, [&] { return db.rows; }, tail).rebuild_unless_current());
+  EXPECT_TRUE(ItersTsvWriter(path, [&] { return db.rows; }, db.after(), tail).rebuild_unless_current());
+  EXPECT_FALSE(ItersTsvWriter(path, [&] { return db.rows; }, db.after(), tail).rebuild_unless_current());
   EXPECT_EQ(slurp(path), render_all(db.rows));
 }
 
@@ -281,11 +365,11 @@ TEST(ItersTsvOwner, ALogIsItsFirstIterationsDbs) {
   EXPECT_NE(why->find("is the log of another DB (its first iteration, 1, is not this DB's first)"), std::string::npos)
       << *why;
   EXPECT_NE(why->find("--tsv FILE"), std::string::npos) << *why;
-  EXPECT_THROW(ItersTsvWriter(path, [&] { return mine.rows; }).rebuild(), std::runtime_error);
+  EXPECT_THROW(ItersTsvWriter(path, [&] { return mine.rows; }, mine.after()).rebuild(), std::runtime_error);
   EXPECT_EQ(slurp(path), others);
   // Its own DB: truncated to its first lines, it is rebuilt whole.
   fs::resize_file(path, render_all({other.rows[0]}).size());
-  EXPECT_NO_THROW(ItersTsvWriter(path, [&] { return other.rows; }).rebuild());
+  EXPECT_NO_THROW(ItersTsvWriter(path, [&] { return other.rows; }, other.after()).rebuild());
   EXPECT_EQ(slurp(path), others);
   EXPECT_EQ(iters_tsv_not_owned(dir + "/none.tsv", ""), std::nullopt);
   EXPECT_EQ(default_iters_tsv_path("runs/attn-tuner.db"), "runs/attn-tuner.iters.tsv");
@@ -296,17 +380,17 @@ TEST(ItersTsvOwner, ALogIsItsFirstIterationsDbs) {
 TEST(ItersTsvWriter, AFailedWriteNeverThrowsAndTheNextWriteRebuilds) {
   const std::string dir = test::temp_dir("tsvw"), folder = dir + "/out", path = folder + "/iters.tsv";
   Rows db;
-  ItersTsvWriter w(path, [&] { return db.rows; });
+  ItersTsvWriter w(path, [&] { return db.rows; }, db.after());
   EXPECT_THROW(w.rebuild(), std::runtime_error);  // no folder: the start of a run fails clearly
   { std::ofstream(folder) << "a file where the folder should be\n"; }
   std::string note;
-  EXPECT_EQ(w.write(db.add(), note), ItersTsvWriter::Outcome::failed);
+  EXPECT_EQ(write_new(w, db, note), ItersTsvWriter::Outcome::failed);
   EXPECT_NE(note.find(path), std::string::npos) << note;
   EXPECT_NE(note.find("rebuilt from it"), std::string::npos) << note;
-  EXPECT_EQ(w.write(db.add(), note), ItersTsvWriter::Outcome::failed);
+  EXPECT_EQ(write_new(w, db, note), ItersTsvWriter::Outcome::failed);
   fs::remove(folder);
   fs::create_directories(folder);  // the problem goes away: the next write brings every row back
-  EXPECT_EQ(w.write(db.add(), note), ItersTsvWriter::Outcome::rebuilt);
+  EXPECT_EQ(write_new(w, db, note), ItersTsvWriter::Outcome::rebuilt);
   EXPECT_NE(note.find("the last write to it had failed"), std::string::npos) << note;
   EXPECT_EQ(slurp(path), render_all(db.rows));
   EXPECT_EQ(db.rows.size(), 3u);
