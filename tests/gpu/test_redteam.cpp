@@ -550,7 +550,7 @@ TEST_F(RedTeam, HonestKernelsAreNeverFlagged) {
   // does.
   const std::vector<HonestVariant> variants = honest_variants();
   ASSERT_EQ(variants.size(), 9u);
-  EXPECT_EQ(variants[0].tpl, "fa3_tma_p66");
+  EXPECT_EQ(variants[0].tpl, "fa4_g4_p89");
   int evaluations = 0, flagged = 0;
   for (const auto& v : variants) {
     const auto bin = cubin(v.tpl, v.config, v.dir);
