@@ -1,6 +1,8 @@
 // The ABI check of a kernel template from its PTX (see abi_check.hpp).
 #include "gpu/abi_check.hpp"
 
+#include "gpu/nvrtc_ptx.hpp"
+
 #include <nvrtc.h>
 
 #include <algorithm>
@@ -205,54 +207,13 @@ KernelAbi check_ptx_abi(const std::string& ptx, const std::string& kernel) {
 }
 
 KernelAbi check_kernel_abi(const CompileRequest& req) {
-  KernelAbi r;
-  std::ifstream in(req.source_path, std::ios::binary);
-  if (!in) {
-    r.problem = "cannot read template source '" + req.source_path + "'";
+  const PtxBuild b = nvrtc_ptx(req);
+  if (!b.ok) {
+    KernelAbi r;
+    r.problem = b.problem;
     return r;
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string source = ss.str();
-  for (const auto& [name, value] : req.defines)
-    if (!is_identifier(name)) {
-      r.problem = "config parameter '" + name + "' is not a C identifier";
-      return r;
-    }
-  CompilerOptions co;
-  co.use_cache = false;
-  co.arch = "compute_90a";  // PTX only: the front end, no ptxas
-  std::vector<std::string> options;
-  for (const auto& o : Compiler(co).nvrtc_options(req))
-    if (o.rfind("--ptxas-options", 0) != 0) options.push_back(o);
-  std::vector<const char*> argv;
-  for (const auto& o : options) argv.push_back(o.c_str());
-
-  nvrtcProgram prog = nullptr;
-  if (nvrtcResult rc = nvrtcCreateProgram(&prog, source.c_str(), req.source_path.c_str(), 0, nullptr, nullptr);
-      rc != NVRTC_SUCCESS) {
-    r.problem = std::string("nvrtcCreateProgram: ") + nvrtcGetErrorString(rc);
-    return r;
-  }
-  const nvrtcResult rc = nvrtcCompileProgram(prog, int(argv.size()), argv.data());
-  std::string log, ptx;
-  std::size_t n = 0;
-  if (nvrtcGetProgramLogSize(prog, &n) == NVRTC_SUCCESS && n > 1) {
-    log.resize(n);
-    nvrtcGetProgramLog(prog, log.data());
-    log.resize(n - 1);
-  }
-  if (rc == NVRTC_SUCCESS && nvrtcGetPTXSize(prog, &n) == NVRTC_SUCCESS && n > 1) {
-    ptx.resize(n);
-    nvrtcGetPTX(prog, ptx.data());
-    ptx.resize(n - 1);
-  }
-  nvrtcDestroyProgram(&prog);
-  if (rc != NVRTC_SUCCESS || ptx.empty()) {
-    r.problem = fmt::format("{}\n{}", nvrtcGetErrorString(rc), log);
-    return r;
-  }
-  return check_ptx_abi(ptx, req.kernel);
+  return check_ptx_abi(b.ptx, req.kernel);
 }
 
 }  // namespace attn

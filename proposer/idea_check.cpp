@@ -1,6 +1,8 @@
 // check_idea_file: the daemon's parse and apply, then the cubins against the parent's (proposer/idea_check.hpp).
 #include "proposer/idea_check.hpp"
 
+#include "proposer/serialisation_sites.hpp"
+
 #include <algorithm>
 #include <regex>
 #include <sstream>
@@ -277,6 +279,10 @@ IdeaCheckReport check_idea_file(const std::string& name, const std::string& byte
     const ConfigComparison cmp = compare_with_parent(label, iv, pv, o.accepted);
     for (const auto& n : cmp.notes) say(n);
     for (const auto& f : cmp.failures) fail(f.code, f.message);
+    if (std::any_of(cmp.failures.begin(), cmp.failures.end(),
+                    [](const IdeaCheckFinding& f) { return f.code == IdeaCheckCode::slow_build; }))
+      for (auto& line : new_serialisation_sites(request_for(space, k.config), request_for(parent, pc), o.work_dir))
+        say(std::move(line));
   };
 
   // 4. The configs with the idea on, each against the parent's build of the same old axes.

@@ -225,7 +225,10 @@ control, and the tuner explores the new axis against it. What keeps it identical
   serialized due to ...") when code between the issue of a wgmma and the `wgmma.wait_group` that retires it
   breaks the pipeline (that window, not only `wgmma.fence` to `wgmma.commit_group`). It compiles, it is valid,
   and it is about 33 % slower. `idea check` fails on it and names the usual cause; ptxas names only the
-  kernel, so read your hunks in the consumer's wgmma code. The patterns:
+  kernel, so the check adds `where:` lines: the calls, conditional branches and accumulator writes inside a
+  wgmma window in your build's PTX that the parent's build of the same config has not, each with its source
+  line (a branch is a candidate: ptxas objects only when the divergent path touches the pending registers;
+  the scan reads the PTX in text order, so a window across a loop's back edge is not followed). The patterns:
 {serialisation}- spills (local memory, LDL/STL) are slow; `idea check` compares them with the parent's.
 - results must pass the harness's tolerances against an fp32 reference: o within {oa:g} + {orr:g}|ref|,
   lse within {la:g} + {lr:g}|ref| (bf16 P fails them: P and V are fp16).

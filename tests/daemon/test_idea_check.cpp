@@ -141,6 +141,12 @@ TEST(IdeaCheck, ASerialisedWgmmaFailsUnlessAcceptedAndSpillsAreComparedWithThePa
   EXPECT_NE(text.find("FAIL slow_build: the default config with PRINT_PROBE=1: ptxas info    : (C7510) Potential "
                       "Performance Loss"), std::string::npos) << text;
   EXPECT_NE(text.find("--accept-warning C7510"), std::string::npos);
+  // ptxas names no place; the check does: the printf's call, inside the P V wgmma's window, at the patched line
+  // (consumer.cuh 150 is the wgmma_commit the diff's context starts on, 151 the #if), with the branch around it.
+  EXPECT_NE(text.find("blocks/consumer.cuh:152: a call inside a wgmma window (C7510's pattern): `call.uni"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("blocks/consumer.cuh:152: a conditional branch inside a wgmma window"), std::string::npos) << text;
+  EXPECT_EQ(text.find("writes a pending wgmma accumulator"), std::string::npos) << text;
   // Accepted, it passes: its spills are the parent's (fa3_tma's default config spills 4 + 4 bytes itself).
   const auto accepted = check(bytes, {"C7510"});
   EXPECT_EQ(accepted.code(), IdeaCheckCode::ok) << all_lines(accepted);

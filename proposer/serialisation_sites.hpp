@@ -1,0 +1,19 @@
+// Where an idea may have made ptxas serialise the wgmma, whose warning names no location: the wgmma-window sites
+// (gpu/wgmma_windows.hpp) of the idea's build of a config that its parent's build of the same config has not.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "gpu/compiler.hpp"
+
+namespace attn {
+
+/// The lines `idea check` prints under a new serialisation warning: "where: FILE:LINE: WHAT `PTX` | `SOURCE`", one per
+/// site of `idea`'s PTX (NVRTC -lineinfo) without a match in `parent`'s (a site matches by its kind, file name and
+/// source text, so code the patch only moved is not new), at most `max_lines` (and a line saying how many more).
+/// `dir_prefix` is cut from the file names (the idea's work folder). A build that does not give PTX gives one line
+/// saying so. Never throws.
+std::vector<std::string> new_serialisation_sites(const CompileRequest& idea, const CompileRequest& parent,
+                                                 const std::string& dir_prefix, std::size_t max_lines = 8);
+
+}  // namespace attn
