@@ -2,6 +2,7 @@
 #include "proposer/idea_check.hpp"
 
 #include "proposer/serialisation_sites.hpp"
+#include "proposer/spills_by_role.hpp"
 
 #include <algorithm>
 #include <regex>
@@ -279,9 +280,15 @@ IdeaCheckReport check_idea_file(const std::string& name, const std::string& byte
     const ConfigComparison cmp = compare_with_parent(label, iv, pv, o.accepted);
     for (const auto& n : cmp.notes) say(n);
     for (const auto& f : cmp.failures) fail(f.code, f.message);
-    if (std::any_of(cmp.failures.begin(), cmp.failures.end(),
-                    [](const IdeaCheckFinding& f) { return f.code == IdeaCheckCode::slow_build; }))
+    const auto found = [&](IdeaCheckCode c) {
+      return std::any_of(cmp.failures.begin(), cmp.failures.end(), [&](const IdeaCheckFinding& f) { return f.code == c; });
+    };
+    if (found(IdeaCheckCode::slow_build))
       for (auto& line : new_serialisation_sites(request_for(space, k.config), request_for(parent, pc), o.work_dir))
+        say(std::move(line));
+    if (found(IdeaCheckCode::spills) || (o.accepted.count("spills") && ir.spill_stores + ir.spill_loads >
+                                                                           pr.spill_stores + pr.spill_loads))
+      for (auto& line : spills_by_role(compiler, request_for(space, k.config), request_for(parent, pc), iv, pv))
         say(std::move(line));
   };
 

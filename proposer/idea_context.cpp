@@ -268,7 +268,9 @@ parent's code: the idea does nothing there. For each config it compares register
 (`attn_launch_info`) and ptxas diagnostics with the parent's build of the same config. An idea that routes a
 config to another path (EPILOGUE 1 running the EPILOGUE 2 code when its axis is on) compares with the
 parent's build of that path: `--parent-config '{{"EPILOGUE": 2}}'`. ptxas reports spills for the whole
-kernel, not per role: read the config's registers against the budget of each role (PRODUCER_REGS for the
+kernel; on a spills finding the check builds the config again with only one role's code (producer,
+converters, consumers: `ATTN_ONLY_ROLE`, blocks/kernel.cuh) and prints each role's spill bytes beside the
+parent's, and what no role spills alone. Read the registers against each role's budget (PRODUCER_REGS for the
 producer warpgroup and its converters, the rest for the consumers).
 `--cache CACHE`: a compile cache folder that you keep between checks (any writable folder; without it the
 default is $ATTN_TUNER_CACHE or ~/.cache/attn-tuner, which a sandbox may not keep). NVRTC builds the parent

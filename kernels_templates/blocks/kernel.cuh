@@ -8,9 +8,16 @@
 //   Traits          its kernel traits (Fa3Traits, blocks/traits.cuh, or a struct derived from it)
 //   consumer_loop   void(const Pipeline<Traits>&, unsigned char* smem, const AttnTmaps&, const KernelArgs&, int cwg,
 //                   int tid): consumer warpgroup cwg's loop, tid 0..127 inside it (consumer.cuh, g4_consumer.cuh)
+// ATTN_ONLY_ROLE (a measurement switch outside every space, set by `idea check` alone: its spills by role): 0 every
+// role; 1 the producer, 2 the converters, 3 the consumers alone, the other roles' code left out (a kernel that only
+// compiles: its ptxas report is that role's registers and spills).
 #pragma once
 #include "blocks/consumer.cuh"
 #include "blocks/producer.cuh"
+
+#ifndef ATTN_ONLY_ROLE
+#define ATTN_ONLY_ROLE 0
+#endif
 
 // {threads, dynamic smem bytes, BLOCK_M, grid mode (0 ABI grid, 1 persistent), tensor-map box rows of
 // q / kv / o (o: 0 = unused), CTAs per SM}: ABI.md.
@@ -43,14 +50,19 @@ block_sparse_attn_fwd(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* 
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Traits::kProducerRegs));
     const int warp = tid >> 5;
+    constexpr bool producer = ATTN_ONLY_ROLE == 0 || ATTN_ONLY_ROLE == 1;
+    constexpr bool converters = ATTN_ONLY_ROLE == 0 || ATTN_ONLY_ROLE == 2;
     if (warp == 0) {
-      if (tid == 0) produce<Traits>(pl, maps, args);
-      else if (Traits::kConverterWarps == 4) convert_v<Traits>(pl, smem, 95 + tid);  // lanes 1..31: 96..126
+      if (tid == 0) {
+        if constexpr (producer) produce<Traits>(pl, maps, args);
+      } else if (Traits::kConverterWarps == 4) {
+        if constexpr (converters) convert_v<Traits>(pl, smem, 95 + tid);  // lanes 1..31: 96..126
+      }
     } else if (warp <= Traits::kConverterWarps) {
-      convert_v<Traits>(pl, smem, tid - 32);
+      if constexpr (converters) convert_v<Traits>(pl, smem, tid - 32);
     }
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Traits::kConsumerRegs));
-    consumer_loop(pl, smem, maps, args, wg - 1, tid & 127);
+    if constexpr (ATTN_ONLY_ROLE == 0 || ATTN_ONLY_ROLE == 3) consumer_loop(pl, smem, maps, args, wg - 1, tid & 127);
   }
 }
