@@ -2,6 +2,7 @@
 #include "gpu/nvrtc_ptx.hpp"
 
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -10,6 +11,14 @@
 #include "core/config.hpp"
 
 namespace attn {
+
+RegisterSplit register_split(const std::string& ptx) {
+  static const std::regex re(R"(setmaxnreg\.(dec|inc)\.sync\.aligned\.u32\s+(\d+))");
+  RegisterSplit r;
+  for (auto it = std::sregex_iterator(ptx.begin(), ptx.end(), re); it != std::sregex_iterator(); ++it)
+    ((*it)[1] == "dec" ? r.producer : r.consumers) = std::stoi((*it)[2]);
+  return r;
+}
 
 PtxBuild nvrtc_ptx(const CompileRequest& req, const std::vector<std::string>& extra_options) {
   PtxBuild r;

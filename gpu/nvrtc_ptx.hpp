@@ -17,6 +17,15 @@ struct PtxBuild {
   std::string problem;  ///< why not ok, for people: an unreadable source, a bad define, or the compile error and log
 };
 
+/// The registers per thread a warp-specialised kernel's roles get after they split, from its PTX's `setmaxnreg`
+/// (Hopper: `setmaxnreg.dec` by the producer's warpgroup, `.inc` by the consumers', blocks/kernel.cuh): -1 where the
+/// PTX has none (the launch's register count then holds for every warp).
+struct RegisterSplit {
+  int producer = -1;   ///< setmaxnreg.dec's value
+  int consumers = -1;  ///< setmaxnreg.inc's value
+};
+RegisterSplit register_split(const std::string& ptx);
+
 /// Compiles `req` for compute_90a to PTX, adding `extra_options` (e.g. "-lineinfo") to Compiler::nvrtc_options'.
 /// Never throws.
 PtxBuild nvrtc_ptx(const CompileRequest& req, const std::vector<std::string>& extra_options = {});

@@ -1,6 +1,7 @@
 // The PTX scan of wgmma windows (gpu/wgmma_windows.hpp).
 #include "gpu/wgmma_windows.hpp"
 
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <regex>
@@ -51,18 +52,19 @@ std::vector<std::string> destinations(const std::string& ins) {
 
 std::vector<WgmmaWindowSite> wgmma_window_sites(const std::string& ptx) {
   static const std::regex file_re(R"re(^\s*\.file\s+(\d+)\s+"([^"]*)")re");
-  static const std::regex loc_re(R"(^\s*\.loc\s+(\d+)\s+(\d+))");
+  static const std::regex loc_re(R"(^\s*\.loc\s+(\d+)\s+(\d+)(?:.*inlined_at\s+(\d+)\s+(\d+))?)");
   static const std::regex wait_re(R"(wgmma\.wait_group\.sync\.aligned\s+(\d+))");
   std::map<int, std::string> files;  // .file directives come at the module's end: resolved after the scan
   struct Raw {
     std::string code;
-    int file = -1, line = 0;
+    bool reads = false;
+    int file = -1, line = 0, caller_file = -1, caller_line = 0;
     std::string instruction;
   };
   std::vector<Raw> raw;
   std::deque<std::set<std::string>> groups;  // committed, not yet retired, oldest first
   std::set<std::string> open;                // issued since the last commit
-  int loc_file = -1, loc_line = 0;
+  int loc_file = -1, loc_line = 0, caller_file = -1, caller_line = 0;
   std::istringstream in(ptx);
   for (std::string line; std::getline(in, line);) {
     std::smatch m;
@@ -73,6 +75,8 @@ std::vector<WgmmaWindowSite> wgmma_window_sites(const std::string& ptx) {
     if (std::regex_search(line, m, loc_re)) {
       loc_file = std::stoi(m[1]);
       loc_line = std::stoi(m[2]);
+      caller_file = m[3].matched ? std::stoi(m[3]) : -1;
+      caller_line = m[4].matched ? std::stoi(m[4]) : 0;
       continue;
     }
     const std::string t = trim(line.substr(0, line.find("//")));  // a comment, e.g. "{ // callseq 0, 0", is no code
@@ -101,24 +105,34 @@ std::vector<WgmmaWindowSite> wgmma_window_sites(const std::string& ptx) {
       continue;
     }
     if (groups.empty() && open.empty()) continue;
+    const auto pending = [&](const std::string& r) {
+      if (open.count(r)) return true;
+      for (const auto& g : groups)
+        if (g.count(r)) return true;
+      return false;
+    };
     std::string code;
+    bool reads = false;
     if (t.rfind("call", 0) == 0 || (t[0] == '@' && t.find(" call") != std::string::npos)) {
       code = "C7510";
     } else if (t[0] == '@' && t.find("bra") != std::string::npos) {
       code = "C7520";
     } else {
-      for (const auto& d : destinations(t)) {
-        bool pending = open.count(d) > 0;
-        for (const auto& g : groups) pending = pending || g.count(d) > 0;
-        if (pending) code = "C7515";
-      }
+      const std::vector<std::string> dests = destinations(t);
+      std::vector<std::string> sources = registers_in(t);  // every register named, less the destinations once each
+      for (const auto& d : dests)
+        if (auto it = std::find(sources.begin(), sources.end(), d); it != sources.end()) sources.erase(it);
+      reads = std::any_of(sources.begin(), sources.end(), pending);
+      if (std::any_of(dests.begin(), dests.end(), pending)) code = "C7515";
+      else if (reads) code = "C7514";
     }
-    if (!code.empty()) raw.push_back({code, loc_file, loc_line, t});
+    if (!code.empty()) raw.push_back({code, reads, loc_file, loc_line, caller_file, caller_line, t});
   }
   std::vector<WgmmaWindowSite> out;
   for (auto& r : raw) {
-    const auto f = files.find(r.file);
-    out.push_back({r.code, f == files.end() ? std::string() : f->second, f == files.end() ? 0 : r.line,
+    const auto f = files.find(r.file), c = files.find(r.caller_file);
+    out.push_back({r.code, r.reads, f == files.end() ? std::string() : f->second, f == files.end() ? 0 : r.line,
+                   c == files.end() ? std::string() : c->second, c == files.end() ? 0 : r.caller_line,
                    std::move(r.instruction)});
   }
   return out;

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "gpu/abi_check.hpp"
+#include "gpu/nvrtc_ptx.hpp"
 #include "proposer/idea_apply.hpp"
 #include "tuner/idea_parent.hpp"
 #include "tuner/proposal_template.hpp"
@@ -71,16 +72,20 @@ std::vector<PtxasWarning> ptxas_warnings(const std::string& log) {
 const std::vector<SerialisationPattern>& serialisation_patterns() {
   static const std::vector<SerialisationPattern> patterns = {
       {"C7520", "program dependence on compiler-inserted WG.AR in divergent path", "divergent path",
-       "a branch between the issue of a wgmma and the `wgmma.wait_group` that retires it, while registers that group "
-       "writes are pending (ptxas puts a warpgroup arrive in the divergent path): a wait there (an mbarrier try_wait "
-       "loop is a branch), a branch on the wgmma width (if / else over two wgmma shapes), a wgmma under a run-time "
-       "condition. \"Between\" is issue to retire, not only `wgmma.fence` to `wgmma.commit_group`: a wait before the "
-       "issue or after that wait_group is fine. Wait for the group first, or make the branch uniform (if constexpr, "
+       "a branch between the issue of a wgmma and the `wgmma.wait_group` that retires it whose divergent path "
+       "touches registers that group writes (ptxas puts a warpgroup arrive in that path): a branch on the wgmma "
+       "width (if / else over two wgmma shapes), a wgmma under a run-time condition, code in a wait's loop that "
+       "uses them. A branch alone is not enough: the kernels' own softmax branches while P V is pending, and an "
+       "mbarrier try_wait loop there passed in an author's test. \"Between\" is issue to retire, not only "
+       "`wgmma.fence` to `wgmma.commit_group`. Wait for the group first, or make the branch uniform (if constexpr, "
        "a macro)"},
+      {"C7514", "non wgmma instructions reading accumulator registers", "reading accumulator registers",
+       "code that reads a wgmma's accumulator registers between its issue and the wait_group that retires it: a "
+       "rescale of o (o *= alpha reads o) or a row statistic of S while its wgmma is pending; read them after the "
+       "wait"},
       {"C7515", "non wgmma instructions defining accumulator registers", "defining accumulator registers",
        "code that writes a wgmma's accumulator registers between its issue and the wait_group that retires it: a "
-       "partly zeroed accumulator, a rescale of o while the P V wgmma is pending; zero or scale every accumulator "
-       "register before the issue, or after the wait"},
+       "partly zeroed accumulator; zero every accumulator register before the issue, or after the wait"},
       {"C7510", "wgmma pipeline crossing function boundary", "function boundary",
        "a function call between a wgmma's issue and its wait_group (printf, a __noinline__ function, a call that is "
        "not inlined): __forceinline__ it or move it out of that window"},
@@ -228,9 +233,19 @@ IdeaCheckReport check_idea_file(const std::string& name, const std::string& byte
   for (const auto& h : applied.inexact_hunks)
     say(fmt::format("note: patch applied a hunk inexactly: {} (the daemon applies it the same way; read the parent "
                     "where it landed: the context may not be the code you meant)", h));
-  const auto smem = [](const CompileRequest& req) -> std::string {
-    const KernelAbi abi = check_kernel_abi(req);
-    return abi.launch_info.size() > 1 ? fmt::format("{} bytes", abi.launch_info[1]) : std::string("unknown");
+  // Shared memory (attn_launch_info) and the roles' register budgets (setmaxnreg), from one PTX build.
+  struct PtxFacts {
+    std::string smem = "unknown";
+    RegisterSplit split;
+  };
+  const auto ptx_facts = [](const CompileRequest& req) {
+    PtxFacts f;
+    const PtxBuild b = nvrtc_ptx(req);
+    if (!b.ok) return f;
+    const KernelAbi abi = check_ptx_abi(b.ptx, req.kernel);
+    if (abi.launch_info.size() > 1) f.smem = fmt::format("{} bytes", abi.launch_info[1]);
+    f.split = register_split(b.ptx);
+    return f;
   };
 
   // 3. The default config: the parent's cubin, byte for byte.
@@ -266,9 +281,16 @@ IdeaCheckReport check_idea_file(const std::string& name, const std::string& byte
       return;
     }
     const ResourceUsage &ir = iv.resources, &pr = pv.resources;
-    say(fmt::format("{}: {} (parent{}: {}; registers {:+d}); shared memory {} (parent {}, attn_launch_info)", label,
+    const PtxFacts ifacts = ptx_facts(request_for(space, k.config)), pfacts = ptx_facts(request_for(parent, pc));
+    const auto split = [](const RegisterSplit& i, const RegisterSplit& p) {
+      if (i.producer < 0 && p.producer < 0) return std::string();
+      return fmt::format("; per role after setmaxnreg: producer warpgroup {}, consumers {} registers (parent {}, {}: "
+                         "the launch's count above is the whole kernel's cap)",
+                         i.producer, i.consumers, p.producer, p.consumers);
+    };
+    say(fmt::format("{}: {} (parent{}: {}; registers {:+d}); shared memory {} (parent {}, attn_launch_info){}", label,
                     resources_text(ir), pc == k.parent ? "" : " built as " + config_to_compact(pc), resources_text(pr),
-                    ir.registers - pr.registers, smem(request_for(space, k.config)), smem(request_for(parent, pc))));
+                    ir.registers - pr.registers, ifacts.smem, pfacts.smem, split(ifacts.split, pfacts.split)));
     if (!k.idea_on) {
       if (iv.cubin_hash != pv.cubin_hash)
         fail(IdeaCheckCode::default_changed, fmt::format("{} ({}): its cubin differs from the parent's build of {}", label,

@@ -225,10 +225,11 @@ control, and the tuner explores the new axis against it. What keeps it identical
   serialized due to ...") when code between the issue of a wgmma and the `wgmma.wait_group` that retires it
   breaks the pipeline (that window, not only `wgmma.fence` to `wgmma.commit_group`). It compiles, it is valid,
   and it is about 33 % slower. `idea check` fails on it and names the usual cause; ptxas names only the
-  kernel, so the check adds `where:` lines: the calls, conditional branches and accumulator writes inside a
-  wgmma window in your build's PTX that the parent's build of the same config has not, each with its source
-  line (a branch is a candidate: ptxas objects only when the divergent path touches the pending registers;
-  the scan reads the PTX in text order, so a window across a loop's back edge is not followed). The patterns:
+  kernel, so the check adds `where:` lines: the calls, conditional branches and accumulator reads and writes
+  inside a wgmma window in your build's PTX that the parent's build of the same config has not, one line a
+  place, with its source line and the line it was inlined at (a branch is a candidate: ptxas objects only
+  when the divergent path touches the pending registers; the scan reads the PTX in text order, so a window
+  across a loop's back edge is not followed). The patterns:
 {serialisation}- spills (local memory, LDL/STL) are slow; `idea check` compares them with the parent's.
 - results must pass the harness's tolerances against an fp32 reference: o within {oa:g} + {orr:g}|ref|,
   lse within {la:g} + {lr:g}|ref| (bf16 P fails them: P and V are fp16).
@@ -270,8 +271,10 @@ config to another path (EPILOGUE 1 running the EPILOGUE 2 code when its axis is 
 parent's build of that path: `--parent-config '{{"EPILOGUE": 2}}'`. ptxas reports spills for the whole
 kernel; on a spills finding the check builds the config again with only one role's code (producer,
 converters, consumers: `ATTN_ONLY_ROLE`, blocks/kernel.cuh) and prints each role's spill bytes beside the
-parent's, and what no role spills alone. Read the registers against each role's budget (PRODUCER_REGS for the
-producer warpgroup and its converters, the rest for the consumers).
+parent's; what no role spills alone it traces with builds that leave one role out, naming the roles the rest
+needs together (ptxas allocates each build anew: indications, not an exact split). Each config's line gives
+the roles' register budgets after `setmaxnreg` (the producer warpgroup and its converters: PRODUCER_REGS; the
+consumers: the rest, at most 240); the launch's register count is the whole kernel's cap and does not move.
 `--cache CACHE`: a compile cache folder that you keep between checks (any writable folder; without it the
 default is $ATTN_TUNER_CACHE or ~/.cache/attn-tuner, which a sandbox may not keep). NVRTC builds the parent
 and the idea at each config (about 15 s a build); with the cache the parent's builds are reused and a

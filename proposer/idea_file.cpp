@@ -3,6 +3,7 @@
 
 #include <cctype>
 #include <map>
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -52,11 +53,26 @@ std::string trim(std::string s) {
   return s.substr(i);
 }
 
-/// The path of a ---/+++ line: up to a tab, prefixes a/ b/ kernels_templates/ dropped, "" for /dev/null.
-std::string diff_path(const std::string& rest, std::size_t line) {
-  std::string p = trim(rest.substr(0, rest.find('\t')));
+/// The path of a ---/+++ line up to a tab, trimmed.
+std::string raw_diff_path(const std::string& rest) { return trim(rest.substr(0, rest.find('\t'))); }
+
+/// The first folders of a file header's two paths, when `diff -ru OLD NEW` wrote them: two different first folders
+/// and the same rest ("a/x.cu" and "g/x.cu": "a/", "g/"); none otherwise ("blocks/x.cuh" on both lines is a path
+/// written from kernels_templates/, kept whole).
+std::optional<std::pair<std::size_t, std::size_t>> shared_rest(const std::string& old_raw, const std::string& new_raw) {
+  const auto o = old_raw.find('/'), n = new_raw.find('/');
+  if (o == std::string::npos || n == std::string::npos || o == 0 || n == 0) return std::nullopt;
+  if (old_raw.substr(0, o) == new_raw.substr(0, n) || old_raw.substr(o + 1) != new_raw.substr(n + 1)) return std::nullopt;
+  return std::make_pair(o + 1, n + 1);
+}
+
+/// The path of a ---/+++ line (raw_diff_path): `prefix` characters dropped (a first folder both header lines have:
+/// shared_rest; else a leading a/ or b/), then kernels_templates/ dropped; "" for /dev/null.
+std::string diff_path(const std::string& raw, std::size_t prefix, std::size_t line) {
+  std::string p = raw;
   if (p == "/dev/null") return "";
-  if (p.rfind("a/", 0) == 0 || p.rfind("b/", 0) == 0) p = p.substr(2);
+  if (prefix) p = p.substr(prefix);
+  else if (p.rfind("a/", 0) == 0 || p.rfind("b/", 0) == 0) p = p.substr(2);
   if (p.rfind("kernels_templates/", 0) == 0) p = p.substr(18);
   if (p.empty()) throw IdeaInputError(fmt::format("line {}: a file header without a path", line));
   if (p[0] == '/') throw IdeaInputError(fmt::format("line {}: absolute path {} (write it relative to kernels_templates/)", line, p));
@@ -113,8 +129,10 @@ std::vector<DiffFile> split_unified_diff(const std::string& diff) {
     if (i + 1 >= lines.size() || lines[i + 1].rfind("+++ ", 0) != 0)
       throw IdeaInputError(fmt::format("line {}: '--- ' not followed by a '+++ ' line", i + 1));
     DiffFile f;
-    f.old_path = diff_path(l.substr(4), i + 1);
-    f.new_path = diff_path(lines[i + 1].substr(4), i + 2);
+    const std::string old_raw = raw_diff_path(l.substr(4)), new_raw = raw_diff_path(lines[i + 1].substr(4));
+    const auto folders = shared_rest(old_raw, new_raw);
+    f.old_path = diff_path(old_raw, folders ? folders->first : 0, i + 1);
+    f.new_path = diff_path(new_raw, folders ? folders->second : 0, i + 2);
     if (f.old_path.empty() && f.new_path.empty())
       throw IdeaInputError(fmt::format("line {}: both sides are /dev/null", i + 1));
     const std::size_t first = i;

@@ -8,9 +8,10 @@
 
 namespace attn {
 
-/// The lines `idea check` prints under a new serialisation warning: "where: FILE:LINE: WHAT `PTX` | `SOURCE`", one per
-/// site of `idea`'s PTX (NVRTC -lineinfo) without a match in `parent`'s (a site matches by its kind, file name and
-/// source text, so code the patch only moved is not new), at most `max_lines` (and a line saying how many more).
+/// The lines `idea check` prints under a new serialisation warning: "where: FILE:LINE (inlined at FILE:LINE): WHAT, N
+/// instructions: `PTX` | `SOURCE`", one per place (kind, source line, the call it was inlined at) of `idea`'s PTX
+/// (NVRTC -lineinfo) with more sites than the same place in `parent`'s (places match by kind, file names and source
+/// texts, so code the patch only moved is not new), at most `max_lines` (and a line saying how many more).
 /// `dir_prefix` is cut from the file names (the idea's work folder). A build that does not give PTX gives one line
 /// saying so. Never throws.
 std::vector<std::string> new_serialisation_sites(const CompileRequest& idea, const CompileRequest& parent,

@@ -9,8 +9,8 @@
 //   consumer_loop   void(const Pipeline<Traits>&, unsigned char* smem, const AttnTmaps&, const KernelArgs&, int cwg,
 //                   int tid): consumer warpgroup cwg's loop, tid 0..127 inside it (consumer.cuh, g4_consumer.cuh)
 // ATTN_ONLY_ROLE (a measurement switch outside every space, set by `idea check` alone: its spills by role): 0 every
-// role; 1 the producer, 2 the converters, 3 the consumers alone, the other roles' code left out (a kernel that only
-// compiles: its ptxas report is that role's registers and spills).
+// role; 1 the producer, 2 the converters, 3 the consumers alone, the other roles' code left out; -1, -2, -3 every
+// role but that one (a kernel that only compiles: its ptxas report is those roles' registers and spills).
 #pragma once
 #include "blocks/consumer.cuh"
 #include "blocks/producer.cuh"
@@ -50,8 +50,8 @@ block_sparse_attn_fwd(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* 
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Traits::kProducerRegs));
     const int warp = tid >> 5;
-    constexpr bool producer = ATTN_ONLY_ROLE == 0 || ATTN_ONLY_ROLE == 1;
-    constexpr bool converters = ATTN_ONLY_ROLE == 0 || ATTN_ONLY_ROLE == 2;
+    constexpr bool producer = ATTN_ONLY_ROLE == 0 || ATTN_ONLY_ROLE == 1 || ATTN_ONLY_ROLE == -2 || ATTN_ONLY_ROLE == -3;
+    constexpr bool converters = ATTN_ONLY_ROLE == 0 || ATTN_ONLY_ROLE == 2 || ATTN_ONLY_ROLE == -1 || ATTN_ONLY_ROLE == -3;
     if (warp == 0) {
       if (tid == 0) {
         if constexpr (producer) produce<Traits>(pl, maps, args);
@@ -63,6 +63,7 @@ block_sparse_attn_fwd(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* 
     }
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Traits::kConsumerRegs));
-    if constexpr (ATTN_ONLY_ROLE == 0 || ATTN_ONLY_ROLE == 3) consumer_loop(pl, smem, maps, args, wg - 1, tid & 127);
+    if constexpr (ATTN_ONLY_ROLE == 0 || ATTN_ONLY_ROLE == 3 || ATTN_ONLY_ROLE == -1 || ATTN_ONLY_ROLE == -2)
+      consumer_loop(pl, smem, maps, args, wg - 1, tid & 127);
   }
 }

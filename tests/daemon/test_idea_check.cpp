@@ -144,10 +144,17 @@ TEST(IdeaCheck, ASerialisedWgmmaFailsUnlessAcceptedAndSpillsAreComparedWithThePa
   EXPECT_NE(text.find("--accept-warning C7510"), std::string::npos);
   // ptxas names no place; the check does: the printf's call, inside the P V wgmma's window, at the patched line
   // (consumer.cuh 150 is the wgmma_commit the diff's context starts on, 151 the #if), with the branch around it.
-  EXPECT_NE(text.find("blocks/consumer.cuh:152: a call inside a wgmma window (C7510's pattern): `call.uni"),
-            std::string::npos) << text;
-  EXPECT_NE(text.find("blocks/consumer.cuh:152: a conditional branch inside a wgmma window"), std::string::npos) << text;
+  // The lambda holding it is inlined twice (consumer.cuh 190 and 273): one line a place, each with its caller.
+  for (const char* caller : {"190", "273"}) {
+    const std::string at = std::string("blocks/consumer.cuh:152 (inlined at template/blocks/consumer.cuh:") + caller + "): ";
+    EXPECT_NE(text.find(at + "a call inside a wgmma window (C7510's pattern): `call.uni"), std::string::npos) << text;
+    EXPECT_NE(text.find(at + "a conditional branch inside a wgmma window"), std::string::npos) << text;
+    EXPECT_NE(text.find(at + "reads a pending wgmma accumulator register (C7514's pattern): `setp"), std::string::npos)
+        << text;  // acc[0] == 12345.f
+  }
   EXPECT_EQ(text.find("writes a pending wgmma accumulator"), std::string::npos) << text;
+  EXPECT_NE(text.find("per role after setmaxnreg: producer warpgroup 32, consumers 232 registers (parent 32, 232"),
+            std::string::npos) << text;
   // Accepted, it passes: its spills are the parent's (fa3_tma's default config spills 4 + 4 bytes itself).
   const auto accepted = check(bytes, {"C7510"});
   EXPECT_EQ(accepted.code(), IdeaCheckCode::ok) << all_lines(accepted);
@@ -172,6 +179,28 @@ TEST(IdeaCheck, SpillsAreTracedToTheRoleWhoseCodeSpills) {
                       "whole build 56 (parent 0)"),
             std::string::npos) << text;
   EXPECT_EQ(text.find("no role's alone"), std::string::npos) << text;
+  // The budgets that moved (the launch's 168 registers do not): the producer's 40 -> 24, the consumers' 232 -> 240.
+  EXPECT_NE(text.find("per role after setmaxnreg: producer warpgroup 24, consumers 240 registers (parent 40, 232"),
+            std::string::npos) << text;
+}
+
+// An author's idea (2026-11-29, a helper given only the kit): the row sum's pair added off the chain spills 4 + 4
+// bytes that no role's own build has; the builds without one role each say which roles the spill needs together.
+TEST(IdeaCheck, ASpillNoRoleHasAloneIsTracedToTheRolesItNeeds) {
+  static const TemplateSpace g4 = TemplateSpace::load_named(templates(), "fa4_g4");
+  const std::string bytes =
+      "Description: the row sum's pair added off the chain\nSpace: {\"STALE_PAIR_SUM\": [0, 1]}\n"
+      "Default: {\"STALE_PAIR_SUM\": 0}\n\n" +
+      diff_of("blocks/softmax.cuh", "      part[hr] += p0;\n      part[hr] += p1;\n",
+              "#if STALE_PAIR_SUM\n      part[hr] += p0 + p1;\n#else\n      part[hr] += p0;\n      part[hr] += p1;\n#endif\n");
+  const auto r = check(bytes, {}, g4);
+  const std::string text = all_lines(r);
+  EXPECT_EQ(r.code(), IdeaCheckCode::spills) << text;
+  EXPECT_NE(text.find("producer 0 (parent 0), converters 0 (parent 0), consumers 0 (parent 0); the whole build 8 (parent "
+                      "0)"), std::string::npos) << text;
+  EXPECT_NE(text.find("spills by role: 8 byte(s) of the whole build (parent 0) are no role's alone; the idea's builds "
+                      "without the producer 0, without the converters 8, without the consumers 0 bytes: they need the "
+                      "producer and the consumers together"), std::string::npos) << text;
 }
 
 TEST(IdeaCheck, MoreSpillsOrANewSerialisationThanTheParentsBuildAreFindings) {

@@ -24,6 +24,25 @@ std::string error_of(const std::string& text) {
   return "(parsed)";
 }
 
+// A file header as `diff -ru OLD NEW` writes it names the two folders (an author's helper noticed that a header
+// under f/ was patched while fa4_g4.cu under g/ was refused): two different first folders with the same rest are
+// dropped for every file alike; one folder on both lines is a path from kernels_templates/ and stays.
+TEST(IdeaFile, TheFoldersOfDiffRuAreDroppedForEveryFileAlike) {
+  const auto paths = [](const std::string& old_line, const std::string& new_line) {
+    const auto i = parse_idea("p.idea", "Description: x\n\n--- " + old_line + "\n+++ " + new_line +
+                                            "\n@@ -1 +1 @@\n-a\n+b\n");
+    return i.files.at(0).old_path + " " + i.files.at(0).new_path;
+  };
+  EXPECT_EQ(paths("a/fa4_g4.cu", "g/fa4_g4.cu"), "fa4_g4.cu fa4_g4.cu");
+  EXPECT_EQ(paths("a/blocks/g4_consumer.cuh", "f/blocks/g4_consumer.cuh"), "blocks/g4_consumer.cuh blocks/g4_consumer.cuh");
+  EXPECT_EQ(paths("parent/blocks/x.cuh\t2026-11-29", "mine/blocks/x.cuh\t2026-11-29"), "blocks/x.cuh blocks/x.cuh");
+  EXPECT_EQ(paths("blocks/x.cuh", "blocks/x.cuh"), "blocks/x.cuh blocks/x.cuh");  // written from kernels_templates/
+  EXPECT_EQ(paths("a/kernels_templates/fa3_tma.cu", "b/kernels_templates/fa3_tma.cu"), "fa3_tma.cu fa3_tma.cu");
+  EXPECT_EQ(paths("zz/blocks/x.cuh", "zz/blocks/x.cuh"), "zz/blocks/x.cuh zz/blocks/x.cuh");  // one folder: kept
+  EXPECT_NE(error_of("Description: x\n\n--- p/../x.cu\n+++ q/../x.cu\n@@ -1 +1 @@\n-a\n+b\n").find("leaves kernels_templates/"),
+            std::string::npos);
+}
+
 TEST(IdeaFile, ParsesHeadersAndDiffAndIsKnownByItsCodeNotItsWords) {
   const auto a = parse_idea("a.idea", "Description: one\nHypothesis: why\nTemplate: fa3_tma\nSpace: {\"X\": [0, 1]}\n"
                                       "Default: {\"X\": 0}\nRetry: yes\n\n" + kDiff);
