@@ -30,11 +30,15 @@ std::vector<std::string> registers_in(const std::string& text) {
 /// An instruction's destination operand(s): the first operand, a `{...}` vector whole. Empty for the instructions
 /// whose first operand is not written (stores, branches, barriers, fences, prefetches, returns).
 std::vector<std::string> destinations(const std::string& ins) {
-  static const char* no_dest[] = {"st.", "st ", "red.", "bar.", "bar ", "barrier", "bra", "membar", "fence", "cp.async",
-                                  "prefetch", "ret", "exit", "trap", "stmatrix", "mbarrier.arrive.", "mbarrier.init",
-                                  "mbarrier.expect_tx", "wgmma.", "setmaxnreg", "griddepcontrol", "cp.reduce", "tensormap"};
+  static const char* no_dest[] = {"st.", "st ", "red.", "bar.", "bar ", "barrier", "bra", "membar", "fence",
+                                  "cp.async", "prefetch", "ret", "exit", "trap", "stmatrix", "mbarrier.arrive.",
+                                  "mbarrier.init", "mbarrier.expect_tx", "wgmma.", "setmaxnreg", "griddepcontrol",
+                                  "cp.reduce", "tensormap"};
   std::string body = ins;
-  if (!body.empty() && body[0] == '@') body = body.substr(body.find_first_of(" \t") == std::string::npos ? body.size() : body.find_first_of(" \t"));
+  if (!body.empty() && body[0] == '@') {  // a guard predicate: the instruction follows it
+    const auto sp = body.find_first_of(" \t");
+    body = sp == std::string::npos ? std::string() : body.substr(sp);
+  }
   body = trim(body);
   for (const char* p : no_dest)
     if (body.rfind(p, 0) == 0) return {};
