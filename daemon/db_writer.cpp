@@ -7,7 +7,7 @@ namespace attn::tuning {
 
 DbWriter::DbWriter(const std::string& db_path, const std::string& tsv_path, bool sync_full)
     : db_(ExperimentDb::open(db_path)),
-      tsv_(tsv_path, [this] { return db_.iterations(); },  // rebuilt from the DB when needed (called with mu_ held)
+      tsv_(tsv_path,  // appended and rebuilt from the DB (called with mu_ held)
            [this](std::optional<std::int64_t> after) { return db_.finished_after(after); },
            [this] {
              const auto [finished, last] = db_.finished_tail();

@@ -1,6 +1,5 @@
 #include "db/iters_tsv_writer.hpp"
 
-#include <algorithm>
 #include <filesystem>
 #include <system_error>
 
@@ -11,8 +10,8 @@
 
 namespace attn {
 
-ItersTsvWriter::ItersTsvWriter(std::string path, AllRows all_rows, RowsAfter rows_after, TailOf tail)
-    : path_(std::move(path)), all_rows_(std::move(all_rows)), rows_after_(std::move(rows_after)), tail_(std::move(tail)) {}
+ItersTsvWriter::ItersTsvWriter(std::string path, RowsAfter rows_after, TailOf tail)
+    : path_(std::move(path)), rows_after_(std::move(rows_after)), tail_(std::move(tail)) {}
 
 void ItersTsvWriter::remember_size() {
   std::error_code ec;
@@ -22,18 +21,9 @@ void ItersTsvWriter::remember_size() {
 
 void ItersTsvWriter::rebuild() {
   expected_size_.reset();
-  std::vector<IterationRecord> rows = all_rows_();
-  const auto running = std::find_if(rows.begin(), rows.end(), [](const IterationRecord& it) {
-    return it.status == IterationStatus::running;
-  });
-  rows.erase(running, rows.end());  // iter order: the rows after a running one wait for it
+  const std::vector<IterationRecord> rows = rows_after_(std::nullopt);  // the rows after a running one wait for it
   if (!written_) {  // not written by this writer yet: whose log is it (db/iters_tsv_owner.hpp)?
-    std::string first;  // the DB's first finished iteration's line
-    for (const auto& it : rows)
-      if (it.status != IterationStatus::running) {
-        first = render_row(it);
-        break;
-      }
+    const std::string first = rows.empty() ? std::string() : render_row(rows.front());  // the DB's first finished
     if (const auto why = iters_tsv_not_owned(path_, first)) throw std::runtime_error(*why);
   }
   write_all(path_, rows);

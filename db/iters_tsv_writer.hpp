@@ -1,8 +1,9 @@
-// Keeps iters.tsv in step with the DB while the daemon runs. The DB is the source of truth; iters.tsv is
-// its rendering, in iter order: a row that finished before an earlier iteration is held back until every earlier one
-// has finished (two GPUs, a screen sent ahead, a proposer's crash iteration finish out of order). And whenever the file is not exactly what this writer left (deleted, truncated, edited,
-// or a write failed half way, e.g. on a full disk) it is rebuilt from the DB instead of appended to, unless
-// it has become another DB's log (db/iters_tsv_owner.hpp): that is never overwritten.
+// Keeps iters.tsv in step with the DB while the daemon runs. The DB is the source of truth; iters.tsv is its
+// rendering, in iter order: a row that finished before an earlier iteration is held back until every earlier one has
+// finished (two GPUs, a screen sent ahead, a proposer's crash iteration finish out of order). Whenever the file is not
+// exactly what this writer left (deleted, truncated, edited, or a write failed half way, e.g. on a full disk) it is
+// rebuilt from the DB instead of appended to, unless it has become another DB's log (db/iters_tsv_owner.hpp): that is
+// never overwritten.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -16,10 +17,9 @@ namespace attn {
 
 class ItersTsvWriter {
  public:
-  /// `all_rows` reads every iteration from the DB (in iter order), for rebuilds.
-  using AllRows = std::function<std::vector<IterationRecord>()>;
   /// `rows_after(iter)` reads the DB's finished iterations after `iter` (all when none), in iter order, up to the
-  /// first one still running (ExperimentDb::finished_after): what the file can append, keeping iter order.
+  /// first one still running (ExperimentDb::finished_after): what the file can append, keeping iter order (and,
+  /// from the start, what a rebuild writes).
   using RowsAfter = std::function<std::vector<IterationRecord>(std::optional<std::int64_t>)>;
   /// What the file's end must be for a DB: its number of finished iterations and the last one.
   struct Tail {
@@ -28,11 +28,10 @@ class ItersTsvWriter {
   };
   using TailOf = std::function<Tail()>;
   /// `tail` reads the DB's Tail, for rebuild_unless_current() (none: it always rebuilds).
-  ItersTsvWriter(std::string path, AllRows all_rows, RowsAfter rows_after, TailOf tail = {});
+  ItersTsvWriter(std::string path, RowsAfter rows_after, TailOf tail = {});
 
-  /// Rewrites the file from the DB (atomically: write_all): every finished iteration before the first one still
-  /// running. Throws std::runtime_error naming the file
-  /// when it cannot be written (the start of a run: nothing is logged yet), or, before this writer has written
+  /// Rewrites the file from the DB (atomically: write_all): rows_after(none), every finished iteration before the
+  /// first one still running. Throws std::runtime_error naming the file when it cannot be written (the start of a run: nothing is logged yet), or, before this writer has written
   /// it, when it is not this DB's log (db/iters_tsv_owner.hpp: another DB's, or no log at all), which is never
   /// overwritten; once written, later rebuilds (the file deleted, truncated or edited mid-run) need no check.
   void rebuild();
@@ -53,7 +52,6 @@ class ItersTsvWriter {
 
  private:
   std::string path_;
-  AllRows all_rows_;
   RowsAfter rows_after_;
   TailOf tail_;
   std::optional<std::int64_t> last_written_;  ///< the last iteration in the file (iter order); none: no row yet

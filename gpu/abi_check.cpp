@@ -3,12 +3,9 @@
 
 #include "gpu/nvrtc_ptx.hpp"
 
-#include <nvrtc.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <optional>
-#include <fstream>
 #include <regex>
 #include <sstream>
 

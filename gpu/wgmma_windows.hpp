@@ -1,12 +1,12 @@
 // Where in a kernel's PTX a wgmma may be serialised by ptxas, which names no location in its warning (C7510,
-// C7515, C7520: proposer/idea_check.hpp's serialisation_patterns()). A wgmma's window runs from its issue
-// (wgmma.mma_async) to the wgmma.wait_group that retires its commit group; inside it, ptxas serialises every
-// wgmma of the function when it meets a call (C7510), code that reads (C7514) or defines (C7515) a pending
-// accumulator register, or a divergent path that depends on the warpgroup arrive it inserts (C7520). This scan reads NVRTC's PTX in
-// text order (not the control-flow graph: a window across a loop's back edge is not followed) and lists the
-// instructions of those three kinds inside a window, each with the source line of its `.loc` (NVRTC -lineinfo).
-// A conditional branch is only a candidate: ptxas warns when the divergent path touches the pending registers,
-// which PTX does not show, so a caller compares an idea's sites with its parent's (idea_check.cpp).
+// C7514, C7515, C7520: proposer/idea_check.hpp's serialisation_patterns()). A wgmma's window runs from its issue
+// (wgmma.mma_async) to the wgmma.wait_group that retires its commit group; inside it, ptxas serialises every wgmma of
+// the function when it meets a call (C7510), code that reads (C7514) or defines (C7515) a pending accumulator
+// register, or a divergent path that depends on the warpgroup arrive it inserts (C7520). This scan reads NVRTC's PTX
+// in text order (not the control-flow graph: a window across a loop's back edge is not followed) and lists the
+// instructions of those four kinds inside a window, each with the source line of its `.loc` (NVRTC -lineinfo). A
+// conditional branch is only a candidate: ptxas warns when the divergent path touches the pending registers, which
+// PTX does not show, so a caller compares an idea's sites with its parent's (proposer/serialisation_sites.hpp).
 #pragma once
 #include <string>
 #include <vector>

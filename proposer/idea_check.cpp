@@ -233,14 +233,17 @@ IdeaCheckReport check_idea_file(const std::string& name, const std::string& byte
   for (const auto& h : applied.inexact_hunks)
     say(fmt::format("note: patch applied a hunk inexactly: {} (the daemon applies it the same way; read the parent "
                     "where it landed: the context may not be the code you meant)", h));
-  // Shared memory (attn_launch_info) and the roles' register budgets (setmaxnreg), from one PTX build.
+  // Shared memory (attn_launch_info) and the roles' register budgets (setmaxnreg), from one PTX build with line
+  // info, which also locates a serialisation (new_serialisation_sites).
   struct PtxFacts {
+    PtxBuild ptx;
     std::string smem = "unknown";
     RegisterSplit split;
   };
   const auto ptx_facts = [](const CompileRequest& req) {
     PtxFacts f;
-    const PtxBuild b = nvrtc_ptx(req);
+    f.ptx = nvrtc_ptx(req, {"-lineinfo"});
+    const PtxBuild& b = f.ptx;
     if (!b.ok) return f;
     const KernelAbi abi = check_ptx_abi(b.ptx, req.kernel);
     if (abi.launch_info.size() > 1) f.smem = fmt::format("{} bytes", abi.launch_info[1]);
@@ -306,7 +309,7 @@ IdeaCheckReport check_idea_file(const std::string& name, const std::string& byte
       return std::any_of(cmp.failures.begin(), cmp.failures.end(), [&](const IdeaCheckFinding& f) { return f.code == c; });
     };
     if (found(IdeaCheckCode::slow_build))
-      for (auto& line : new_serialisation_sites(request_for(space, k.config), request_for(parent, pc), o.work_dir))
+      for (auto& line : new_serialisation_sites(ifacts.ptx, pfacts.ptx, o.work_dir))
         say(std::move(line));
     if (found(IdeaCheckCode::spills) || (o.accepted.count("spills") && ir.spill_stores + ir.spill_loads >
                                                                            pr.spill_stores + pr.spill_loads))

@@ -193,7 +193,8 @@ Limits (the daemon's parser; beyond them the verdict is `broken`, `bad_input`):
   a crash and moves on, and `idea check` fails with `compile` when it builds that combination, e.g. at the
   parent's best config). Prefer the fallback where the parent's best configs (`parent.json`) hit it.
 - the diff: unified (`diff -u`, `git diff`); hunks whose line counts add up; paths relative to this folder
-  (a leading `a/`, `b/`, `kernels_templates/` is dropped); no absolute path, no `..`, no binary patch. A
+  (a leading `a/`, `b/`, `kernels_templates/` is dropped, and the two folders `diff -ru OLD NEW` writes when
+  the `---` and `+++` paths differ only in them); no absolute path, no `..`, no binary patch. A
   Space-only idea may have no diff.
 - after the apply, the default config must compile (NVRTC) and keep the kernel's ABI (the entry point
   `{kernel}` and `attn_launch_info`, see the top of `{root}.cu`).

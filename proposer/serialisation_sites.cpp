@@ -8,7 +8,6 @@
 
 #include <fmt/format.h>
 
-#include "gpu/nvrtc_ptx.hpp"
 #include "gpu/wgmma_windows.hpp"
 
 namespace attn {
@@ -63,10 +62,8 @@ std::vector<std::tuple<Place, int, std::string>> places(const std::string& ptx) 
 
 }  // namespace
 
-std::vector<std::string> new_serialisation_sites(const CompileRequest& idea, const CompileRequest& parent,
-                                                 const std::string& dir_prefix, std::size_t max_lines) {
-  const PtxBuild ib = nvrtc_ptx(idea, {"-lineinfo"});
-  const PtxBuild pb = nvrtc_ptx(parent, {"-lineinfo"});
+std::vector<std::string> new_serialisation_sites(const PtxBuild& ib, const PtxBuild& pb, const std::string& dir_prefix,
+                                                 std::size_t max_lines) {
   if (!ib.ok || !pb.ok)
     return {fmt::format("where: not found (no PTX of the {}'s build: {})", ib.ok ? "parent" : "idea",
                         (ib.ok ? pb : ib).problem.substr(0, 200))};

@@ -18,6 +18,8 @@
 #ifndef ATTN_ONLY_ROLE
 #define ATTN_ONLY_ROLE 0
 #endif
+// Whether role r (1 the producer, 2 the converters, 3 the consumers) is built under ATTN_ONLY_ROLE.
+#define ATTN_ROLE_BUILT(r) (ATTN_ONLY_ROLE == 0 || ATTN_ONLY_ROLE == (r) || (ATTN_ONLY_ROLE < 0 && ATTN_ONLY_ROLE != -(r)))
 
 // {threads, dynamic smem bytes, BLOCK_M, grid mode (0 ABI grid, 1 persistent), tensor-map box rows of
 // q / kv / o (o: 0 = unused), CTAs per SM}: ABI.md.
@@ -50,20 +52,17 @@ block_sparse_attn_fwd(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* 
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Traits::kProducerRegs));
     const int warp = tid >> 5;
-    constexpr bool producer = ATTN_ONLY_ROLE == 0 || ATTN_ONLY_ROLE == 1 || ATTN_ONLY_ROLE == -2 || ATTN_ONLY_ROLE == -3;
-    constexpr bool converters = ATTN_ONLY_ROLE == 0 || ATTN_ONLY_ROLE == 2 || ATTN_ONLY_ROLE == -1 || ATTN_ONLY_ROLE == -3;
     if (warp == 0) {
       if (tid == 0) {
-        if constexpr (producer) produce<Traits>(pl, maps, args);
+        if constexpr (ATTN_ROLE_BUILT(1)) produce<Traits>(pl, maps, args);
       } else if (Traits::kConverterWarps == 4) {
-        if constexpr (converters) convert_v<Traits>(pl, smem, 95 + tid);  // lanes 1..31: 96..126
+        if constexpr (ATTN_ROLE_BUILT(2)) convert_v<Traits>(pl, smem, 95 + tid);  // lanes 1..31: 96..126
       }
     } else if (warp <= Traits::kConverterWarps) {
-      if constexpr (converters) convert_v<Traits>(pl, smem, tid - 32);
+      if constexpr (ATTN_ROLE_BUILT(2)) convert_v<Traits>(pl, smem, tid - 32);
     }
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Traits::kConsumerRegs));
-    if constexpr (ATTN_ONLY_ROLE == 0 || ATTN_ONLY_ROLE == 3 || ATTN_ONLY_ROLE == -1 || ATTN_ONLY_ROLE == -2)
-      consumer_loop(pl, smem, maps, args, wg - 1, tid & 127);
+    if constexpr (ATTN_ROLE_BUILT(3)) consumer_loop(pl, smem, maps, args, wg - 1, tid & 127);
   }
 }

@@ -189,7 +189,7 @@ ItersTsvWriter::Outcome write_new(ItersTsvWriter& w, Rows& db, std::string& note
 TEST(ItersTsvWriter, AppendsWhileTheFileIsItsOwnAndRebuildsWhenItIsNot) {
   const std::string dir = test::temp_dir("tsvw"), path = dir + "/iters.tsv";
   Rows db;
-  ItersTsvWriter w(path, [&] { return db.rows; }, db.after());
+  ItersTsvWriter w(path, db.after());
   w.rebuild();
   EXPECT_EQ(slurp(path), render_all(db.rows));
   std::string note;
@@ -218,7 +218,7 @@ TEST(ItersTsvWriter, AppendsWhileTheFileIsItsOwnAndRebuildsWhenItIsNot) {
 TEST(ItersTsvWriter, ARowThatFinishedBeforeAnEarlierOneWaitsForIt) {
   const std::string dir = test::temp_dir("tsvw-order"), path = dir + "/iters.tsv";
   Rows db;
-  ItersTsvWriter w(path, [&] { return db.rows; }, db.after());
+  ItersTsvWriter w(path, db.after());
   w.rebuild();
   std::string note;
   db.add();                          // 1 finished
@@ -227,7 +227,7 @@ TEST(ItersTsvWriter, ARowThatFinishedBeforeAnEarlierOneWaitsForIt) {
   EXPECT_EQ(w.write_ready(note), ItersTsvWriter::Outcome::appended) << note;
   EXPECT_EQ(slurp(path), render_all({db.rows[0]}));
   {  // a rebuild while 2 runs (the file deleted) writes the same: the rows before the running one
-    ItersTsvWriter other(path, [&] { return db.rows; }, db.after());
+    ItersTsvWriter other(path, db.after());
     other.rebuild();
     EXPECT_EQ(slurp(path), render_all({db.rows[0]}));
   }
@@ -286,7 +286,7 @@ TEST(ItersTsvWriter, AStartKeepsAFileInStepWithTheDbAndRebuildsAnyOther) {
   auto tail = [&] {
     return ItersTsvWriter::Tail{db.rows.size(), db.rows.empty() ? std::nullopt : std::optional(db.rows.back())};
   };
-  ItersTsvWriter w(path, [&] { return db.rows; }, db.after(), tail);
+  ItersTsvWriter w(path, db.after(), tail);
   EXPECT_TRUE(w.rebuild_unless_current()) << "missing";
   EXPECT_EQ(slurp(path), render_all(db.rows));
   EXPECT_TRUE(tsv_matches(path, 5, render_row(db.rows.back())));
@@ -295,7 +295,7 @@ TEST(ItersTsvWriter, AStartKeepsAFileInStepWithTheDbAndRebuildsAnyOther) {
   EXPECT_FALSE(tsv_matches(dir + "/none.tsv", 0, ""));
   const auto written = fs::last_write_time(path);
   {
-    ItersTsvWriter again(path, [&] { return db.rows; }, db.after(), tail);
+    ItersTsvWriter again(path, db.after(), tail);
     EXPECT_FALSE(again.rebuild_unless_current()) << "in step";
     EXPECT_EQ(fs::last_write_time(path), written);
     std::string note;
@@ -303,20 +303,20 @@ TEST(ItersTsvWriter, AStartKeepsAFileInStepWithTheDbAndRebuildsAnyOther) {
     EXPECT_EQ(slurp(path), render_all(db.rows));
   }
   db.add();  // a row the file lacks (the daemon was killed between the commit and the append)
-  EXPECT_TRUE(ItersTsvWriter(path, [&] { return db.rows; }, db.after(), tail).rebuild_unless_current());
+  EXPECT_TRUE(ItersTsvWriter(path, db.after(), tail).rebuild_unless_current());
   EXPECT_EQ(slurp(path), render_all(db.rows));
   db.rows.back().description = "changed";  // the last line differs
-  EXPECT_TRUE(ItersTsvWriter(path, [&] { return db.rows; }, db.after(), tail).rebuild_unless_current());
+  EXPECT_TRUE(ItersTsvWriter(path, db.after(), tail).rebuild_unless_current());
   EXPECT_EQ(slurp(path), render_all(db.rows));
   { std::ofstream(path, std::ios::app) << "a note someone typed\n"; }  // a line too many
-  EXPECT_TRUE(ItersTsvWriter(path, [&] { return db.rows; }, db.after(), tail).rebuild_unless_current());
+  EXPECT_TRUE(ItersTsvWriter(path, db.after(), tail).rebuild_unless_current());
   EXPECT_EQ(slurp(path), render_all(db.rows));
   // No tail to compare with: always rebuilt.
-  EXPECT_TRUE(ItersTsvWriter(path, [&] { return db.rows; }, db.after()).rebuild_unless_current());
+  EXPECT_TRUE(ItersTsvWriter(path, db.after()).rebuild_unless_current());
   {  // a header cut short (only the header's start left): nothing logged, rebuilt
     std::ofstream(path, std::ios::trunc) << "iter\tgeomean";
   }
-  EXPECT_TRUE(ItersTsvWriter(path, [&] { return db.rows; }, db.after(), tail).rebuild_unless_current());
+  EXPECT_TRUE(ItersTsvWriter(path, db.after(), tail).rebuild_unless_current());
   EXPECT_EQ(slurp(path), render_all(db.rows));
   {  // no header: not a log, never overwritten
     const std::string text = slurp(path);
@@ -324,18 +324,18 @@ TEST(ItersTsvWriter, AStartKeepsAFileInStepWithTheDbAndRebuildsAnyOther) {
   }
   const std::string not_a_log = slurp(path);
   try {
-    ItersTsvWriter(path, [&] { return db.rows; }, db.after(), tail).rebuild_unless_current();
+    ItersTsvWriter(path, db.after(), tail).rebuild_unless_current();
     ADD_FAILURE() << "a file without the header was overwritten";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find(path + " is not an iters.tsv"), std::string::npos) << e.what();
   }
   EXPECT_EQ(slurp(path), not_a_log);
   fs::remove(path);
-  EXPECT_TRUE(ItersTsvWriter(path, [&] { return db.rows; }, db.after(), tail).rebuild_unless_current());
+  EXPECT_TRUE(ItersTsvWriter(path, db.after(), tail).rebuild_unless_current());
   const std::string five = slurp(path);
   db.rows.clear();  // a new, empty DB given this log: it is another DB's, kept as it is
   try {
-    ItersTsvWriter(path, [&] { return db.rows; }, db.after(), tail).rebuild_unless_current();
+    ItersTsvWriter(path, db.after(), tail).rebuild_unless_current();
     ADD_FAILURE() << "another DB's log was overwritten";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find(path + " is the log of another DB (it starts at iteration 1, and this DB has "
@@ -345,8 +345,8 @@ TEST(ItersTsvWriter, AStartKeepsAFileInStepWithTheDbAndRebuildsAnyOther) {
   }
   EXPECT_EQ(slurp(path), five);
   fs::remove(path);  // the empty DB's own log: the header alone
-  EXPECT_TRUE(ItersTsvWriter(path, [&] { return db.rows; }, db.after(), tail).rebuild_unless_current());
-  EXPECT_FALSE(ItersTsvWriter(path, [&] { return db.rows; }, db.after(), tail).rebuild_unless_current());
+  EXPECT_TRUE(ItersTsvWriter(path, db.after(), tail).rebuild_unless_current());
+  EXPECT_FALSE(ItersTsvWriter(path, db.after(), tail).rebuild_unless_current());
   EXPECT_EQ(slurp(path), render_all(db.rows));
 }
 
@@ -365,11 +365,11 @@ TEST(ItersTsvOwner, ALogIsItsFirstIterationsDbs) {
   EXPECT_NE(why->find("is the log of another DB (its first iteration, 1, is not this DB's first)"), std::string::npos)
       << *why;
   EXPECT_NE(why->find("--tsv FILE"), std::string::npos) << *why;
-  EXPECT_THROW(ItersTsvWriter(path, [&] { return mine.rows; }, mine.after()).rebuild(), std::runtime_error);
+  EXPECT_THROW(ItersTsvWriter(path, mine.after()).rebuild(), std::runtime_error);
   EXPECT_EQ(slurp(path), others);
   // Its own DB: truncated to its first lines, it is rebuilt whole.
   fs::resize_file(path, render_all({other.rows[0]}).size());
-  EXPECT_NO_THROW(ItersTsvWriter(path, [&] { return other.rows; }, other.after()).rebuild());
+  EXPECT_NO_THROW(ItersTsvWriter(path, other.after()).rebuild());
   EXPECT_EQ(slurp(path), others);
   EXPECT_EQ(iters_tsv_not_owned(dir + "/none.tsv", ""), std::nullopt);
   EXPECT_EQ(default_iters_tsv_path("runs/attn-tuner.db"), "runs/attn-tuner.iters.tsv");
@@ -380,7 +380,7 @@ TEST(ItersTsvOwner, ALogIsItsFirstIterationsDbs) {
 TEST(ItersTsvWriter, AFailedWriteNeverThrowsAndTheNextWriteRebuilds) {
   const std::string dir = test::temp_dir("tsvw"), folder = dir + "/out", path = folder + "/iters.tsv";
   Rows db;
-  ItersTsvWriter w(path, [&] { return db.rows; }, db.after());
+  ItersTsvWriter w(path, db.after());
   EXPECT_THROW(w.rebuild(), std::runtime_error);  // no folder: the start of a run fails clearly
   { std::ofstream(folder) << "a file where the folder should be\n"; }
   std::string note;
